@@ -1,0 +1,25 @@
+#pragma once
+// Internal: the few driver API functions kiln needs, fetched at run time through the CUDA
+// runtime (cudaGetDriverEntryPointByVersion), so no kiln binary links libcuda and every one of
+// them starts on a machine with no driver.
+#include <cuda.h>
+
+namespace kiln::detail {
+
+struct DriverApi {
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, CUstream, void**, void**);
+  CUresult (*cuFuncGetAttribute)(int*, CUfunction_attribute, CUfunction);
+  CUresult (*cuGetErrorName)(CUresult, const char**);
+  CUresult (*cuGetErrorString)(CUresult, const char**);
+};
+
+/// Loaded once; throws NoDeviceError when there is no driver.
+const DriverApi& driver();
+/// Throws CudaError "call failed: CUDA_ERROR_X (code): description".
+[[noreturn]] void throw_driver_result(CUresult r, const char* call);
+
+}  // namespace kiln::detail

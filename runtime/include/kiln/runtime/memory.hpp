@@ -1,0 +1,63 @@
+#pragma once
+// Stream-ordered device memory: one pool per device on cudaMallocAsync, keeping freed blocks
+// for reuse (like CuPy's MemoryPool). Out of memory: frees cached blocks, retries once, then
+// throws OutOfMemoryError naming the request and the pool's state.
+//
+//   auto& pool = kiln::get_default_memory_pool();
+//   std::size_t live = pool.used_bytes(), held = pool.total_bytes();
+//   pool.free_all_blocks();   // give cached blocks back to the driver
+#include <cstddef>
+#include <memory>
+
+#include <cuda_runtime_api.h>
+
+#include "kiln/runtime/stream.hpp"
+
+namespace kiln {
+
+class MemoryPool {
+ public:
+  explicit MemoryPool(int device);
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+
+  /// Allocates on `stream` (usable in stream order). Zero bytes gives nullptr.
+  void* allocate(std::size_t bytes, cudaStream_t stream);
+  void deallocate(void* p, cudaStream_t stream) noexcept;
+  /// Bytes in live allocations.
+  std::size_t used_bytes() const;
+  /// Bytes the pool holds from the driver (live + cached for reuse).
+  std::size_t total_bytes() const;
+  /// Releases every cached block not in use (waits for the device first).
+  void free_all_blocks();
+  int device() const noexcept { return device_; }
+
+ private:
+  int device_;
+  cudaMemPool_t pool_ = nullptr;
+};
+
+/// The pool of the current device (or of `device`).
+MemoryPool& get_default_memory_pool();
+MemoryPool& get_memory_pool(int device);
+
+/// A block of device memory, freed into its pool (on the stream it was allocated on) when the
+/// last ndarray using it goes away. It keeps that stream alive until then.
+class Buffer {
+ public:
+  Buffer(std::size_t bytes, int device, Stream stream);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return bytes_; }
+  int device() const noexcept { return device_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_;
+  int device_;
+  Stream stream_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,86 @@
+#include "kiln/runtime/shape.hpp"
+
+#include <fmt/format.h>
+
+#include "kiln/runtime/error.hpp"
+
+namespace kiln {
+
+Shape Shape::filled(int ndim, std::int64_t value) {
+  Shape s;
+  s.resize(ndim, value);
+  return s;
+}
+
+void Shape::push_back(std::int64_t v) {
+  if (n_ == kMaxNdim)
+    throw ShapeError(fmt::format("arrays have at most {} dimensions", kMaxNdim));
+  d_[n_++] = v;
+}
+
+void Shape::insert(int pos, std::int64_t v) {
+  push_back(0);
+  std::copy_backward(d_.begin() + pos, d_.begin() + n_ - 1, d_.begin() + n_);
+  d_[pos] = v;
+}
+
+void Shape::erase(int pos) {
+  std::copy(d_.begin() + pos + 1, d_.begin() + n_, d_.begin() + pos);
+  --n_;
+}
+
+void Shape::resize(int n, std::int64_t fill) {
+  if (n > kMaxNdim) throw ShapeError(fmt::format("arrays have at most {} dimensions", kMaxNdim));
+  for (int i = n_; i < n; ++i) d_[i] = fill;
+  n_ = std::uint8_t(n);
+}
+
+std::string Shape::str() const {
+  if (n_ == 1) return fmt::format("({},)", d_[0]);
+  return fmt::format("({})", fmt::join(begin(), end(), ", "));
+}
+
+std::int64_t shape_size(const Shape& s) noexcept {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+Shape c_strides(const Shape& shape, std::int64_t itemsize) {
+  Shape st = Shape::filled(shape.size(), 0);
+  std::int64_t acc = itemsize;
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= std::max<std::int64_t>(shape[i], 1);
+  }
+  return st;
+}
+
+Shape broadcast_shapes(std::span<const Shape> shapes) {
+  int nd = 0;
+  for (const auto& s : shapes) nd = std::max(nd, s.size());
+  Shape out = Shape::filled(nd, 1);
+  for (const auto& s : shapes) {
+    for (int i = 0; i < s.size(); ++i) {
+      std::int64_t d = s[i];
+      std::int64_t& o = out[nd - s.size() + i];
+      if (d == o || d == 1) continue;
+      if (o == 1) {
+        o = d;
+        continue;
+      }
+      std::string all;
+      for (const auto& t : shapes) all += (all.empty() ? "" : " ") + t.str();
+      throw ShapeError("operands could not be broadcast together with shapes " + all);
+    }
+  }
+  return out;
+}
+
+int normalize_axis(std::int64_t axis, int ndim) {
+  if (axis < -ndim || axis >= ndim)
+    throw ValueError(fmt::format("axis {} is out of bounds for array of dimension {}", axis, ndim));
+  return int(axis < 0 ? axis + ndim : axis);
+}
+
+}  // namespace kiln

@@ -1,0 +1,66 @@
+#pragma once
+// Helpers shared by tests: random host data (never zeros), poison values, temp folders.
+#include <complex>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/dtype.hpp"
+
+namespace kiln::test {
+
+std::mt19937_64& rng();
+
+/// Random values of host type T, away from zero, in a range safe for arithmetic tests.
+template <class T>
+std::vector<T> random_vector(std::size_t n, double lo = -8, double hi = 8) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(n);
+  for (std::size_t k = 0; k < n; ++k) {  // not range-for: std::vector<bool> has proxies
+    double d = u(rng());
+    if (d > -0.5 && d < 0.5) d += d < 0 ? -1 : 1;  // never zero
+    if constexpr (std::is_same_v<T, bool>)
+      v[k] = (rng()() & 1) != 0;
+    else if constexpr (std::is_unsigned_v<T>)
+      v[k] = T(std::abs(d) + 1);
+    else if constexpr (requires { typename T::value_type; })  // complex
+      v[k] = T(typename T::value_type(d), typename T::value_type(u(rng())));
+    else
+      v[k] = T(d);
+  }
+  return v;
+}
+
+/// A fresh, empty temporary folder removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Sets an environment variable for a scope, restoring the old value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+
+ private:
+  std::string name_, old_;
+  bool had_;
+};
+
+}  // namespace kiln::test
+
+/// Checks that `expr` throws `Type` and that its what() matches `matcher` (Catch2 v2 matchers
+/// compare strings, not exception objects, so this checks the two separately).
+#define KILN_CHECK_THROWS(expr, Type, matcher) \
+  do {                                         \
+    CHECK_THROWS_AS(expr, Type);               \
+    CHECK_THROWS_WITH(expr, matcher);          \
+  } while (0)

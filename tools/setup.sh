@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# kiln's one set-up script.
+#   tools/setup.sh          install what is missing (Debian packages), nothing more
+#   tools/setup.sh --demo   ... then build (Release) and run the main demo (samples/tour)
+#   tools/setup.sh --test   ... then build and run the test suite (ends with ctest's summary)
+# Idempotent: installs nothing when everything is there. Needs root or sudo only to install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake g++ libfmt-dev libspdlog-dev catch2 libxxhash-dev libcli11-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "kiln setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "kiln setup: the CUDA Toolkit 13.0 is required (expected at /usr/local/cuda)" >&2
+  exit 1
+fi
+export PATH="/usr/local/cuda/bin:$PATH"
+
+build_dir=${KILN_BUILD_DIR:-build}
+build() {
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build_dir" -j"${KILN_JOBS:-2}"
+}
+
+case "${1:-}" in
+  --demo) build && "$build_dir/samples/tour" ;;
+  --test) build && cd "$build_dir" && ctest --output-on-failure -j1 ;;
+  "") ;;
+  *) echo "usage: tools/setup.sh [--demo|--test]" >&2; exit 2 ;;
+esac
