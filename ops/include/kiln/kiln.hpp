@@ -9,3 +9,5 @@
 #include "kiln/runtime/scalar.hpp"
 #include "kiln/runtime/shape.hpp"
 #include "kiln/runtime/stream.hpp"
+#include "kiln/ops/creation.hpp"
+#include "kiln/ops/elementwise_kernel.hpp"

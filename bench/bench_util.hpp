@@ -1,0 +1,45 @@
+#pragma once
+// Timing helpers for bench/ programs: device time with events (warm-up, median of repeats) and
+// host time with a steady clock.
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "kiln/runtime/stream.hpp"
+
+namespace kiln::bench {
+
+/// Median device milliseconds of `fn` over `repeats` runs, after `warmup` runs.
+inline double median_device_ms(const std::function<void()>& fn, int warmup = 3, int repeats = 20) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> ms;
+  Event start, stop;
+  for (int i = 0; i < repeats; ++i) {
+    start.record();
+    fn();
+    stop.record();
+    stop.synchronize();
+    ms.push_back(Event::elapsed_ms(start, stop));
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+/// Median host microseconds per call of `fn`, over `rounds` rounds of `calls` calls each.
+inline double median_host_us(const std::function<void()>& fn, int calls = 2000, int rounds = 7) {
+  for (int i = 0; i < calls; ++i) fn();
+  current_stream().synchronize();
+  std::vector<double> us;
+  for (int r = 0; r < rounds; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) fn();
+    auto t1 = std::chrono::steady_clock::now();
+    current_stream().synchronize();
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
+  }
+  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+  return us[us.size() / 2];
+}
+
+}  // namespace kiln::bench

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Times kiln's benchmark cases in CuPy, in the same run on the same GPU, and prints a
+side-by-side table with ratios.
+
+    .gpu/kiln_bench > bench.json && python3 bench/compare_cupy.py bench.json [combined.json]
+
+Each case in kiln's JSON has a name, a metric ("GB/s" higher is better, "us" or "ms" lower is
+better) and a value. Bandwidth counts bytes read plus bytes written.
+"""
+import json
+import os
+import sys
+import tempfile
+import time
+
+import cupy as cp
+
+GiB = 1 << 30
+
+
+def device_ms(fn, warmup=3, repeats=20):
+    for _ in range(warmup):
+        fn()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for _ in range(repeats):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def host_us(fn, calls=2000, rounds=7):
+    for _ in range(calls):
+        fn()
+    cp.cuda.Stream.null.synchronize()
+    res = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        cp.cuda.Stream.null.synchronize()
+        res.append((t1 - t0) / calls * 1e6)
+    res.sort()
+    return res[len(res) // 2]
+
+
+def cupy_cases():
+    out = {}
+    rs = cp.random.default_rng(1)
+    # Device-to-device copy of 2 GiB.
+    src = rs.random(2 * GiB // 4, dtype=cp.float32)
+    dst = cp.empty_like(src)
+    ms = device_ms(lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes,
+                                                       cp.cuda.runtime.memcpyDeviceToDevice, 0))
+    out["copy_2GiB"] = ("GB/s", 2 * src.nbytes / ms / 1e6)
+    del src, dst
+    # my_kernel on 2^28 float32.
+    k = cp.ElementwiseKernel("float32 x, float32 y", "float32 z",
+                             "z = (x - 2 > y) ? x * y : x + y", "my_kernel")
+    n = 1 << 28
+    x, y = rs.random(n, dtype=cp.float32) * 8, rs.random(n, dtype=cp.float32) * 8
+    z = cp.empty_like(x)
+    ms = device_ms(lambda: k(x, y, z))
+    out["my_kernel_2^28_f32"] = ("GB/s", 3 * x.nbytes / ms / 1e6)
+    del x, y, z
+    # x *= 5 on 1000x500x500 float64.
+    a = rs.random((1000, 500, 500))
+    ms = device_ms(lambda: a.__imul__(5))
+    out["imul5_1000x500x500_f64"] = ("GB/s", 2 * a.nbytes / ms / 1e6)
+    out["imul5_1000x500x500_f64_ms"] = ("ms", ms)
+    del a
+    # Host cost of a cache-hit elementwise call on 1 element.
+    x1, y1 = cp.ones(1, cp.float32), cp.ones(1, cp.float32)
+    z1 = cp.empty_like(x1)
+    out["hit_call_host_us_given_out"] = ("us", host_us(lambda: k(x1, y1, z1)))
+    out["hit_call_host_us_alloc_out"] = ("us", host_us(lambda: k(x1, y1)))
+    # Cold compile of a new kernel (a fresh cache folder) and an in-memory hit.
+    os.environ["CUPY_CACHE_DIR"] = tempfile.mkdtemp()
+    nonce = str(time.time_ns())
+    kc = cp.ElementwiseKernel("float32 x", "float32 z", f"z = x * {len(nonce)} + 1", "cold_" + nonce)
+    t0 = time.perf_counter()
+    kc(x1)
+    cp.cuda.Stream.null.synchronize()
+    out["cold_compile_ms"] = ("ms", (time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def main():
+    kiln = {c["name"]: c for c in json.load(open(sys.argv[1]))["cases"]}
+    cupy = cupy_cases()
+    copy_kiln = kiln.get("copy_2GiB", {}).get("value")
+    copy_cupy = cupy["copy_2GiB"][1]
+    rows = []
+    print(f"{'case':34} {'unit':5} {'kiln':>10} {'cupy':>10} {'kiln/cupy':>10} {'kiln/copy':>10}")
+    for name in sorted(set(kiln) | set(cupy)):
+        kv = kiln.get(name, {}).get("value")
+        unit = kiln.get(name, {}).get("metric") or cupy.get(name, ("", None))[0]
+        cv = cupy.get(name, (unit, None))[1]
+        ratio = kv / cv if kv is not None and cv else None
+        vs_copy = kv / copy_kiln if unit == "GB/s" and kv and copy_kiln else None
+        rows.append(dict(name=name, unit=unit, kiln=kv, cupy=cv, kiln_over_cupy=ratio,
+                         kiln_over_copy=vs_copy,
+                         cupy_over_copy=(cv / copy_cupy if unit == "GB/s" and cv else None)))
+        fmt = lambda v: f"{v:10.3f}" if isinstance(v, (int, float)) else f"{'-':>10}"
+        print(f"{name:34} {unit:5} {fmt(kv)} {fmt(cv)} {fmt(ratio)} {fmt(vs_copy)}")
+    extra = {k: v for k, v in kiln.items() if k.startswith("bare_")}
+    for k, v in extra.items():
+        print(f"{k:34} {v['metric']:5} {v['value']:10.3f}")
+    if len(sys.argv) > 2:
+        json.dump(dict(kiln=list(kiln.values()), rows=rows), open(sys.argv[2], "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

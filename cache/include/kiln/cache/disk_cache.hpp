@@ -1,0 +1,57 @@
+#pragma once
+// The on-disk kernel cache: one file per entry, dir/<first two hex digits>/<hex>.kbin
+// (format in entry_format.hpp). Writes go to a temp file in the same folder, are fsynced,
+// then renamed into place, so readers see a whole old file, a whole new file, or none.
+//
+// The cache holds code that will run, so folders are created 0700, and a folder or entry
+// that another user owns or that group/others may write is refused: logged as a warning,
+// treated as a miss, never written into. Nothing here throws for I/O or permission problems;
+// the worst outcome is a miss.
+//
+//   DiskCache disk(cfg.dir);
+//   if (auto bin = disk.load(key)) return *bin;
+//   Binary bin = nvrtc_compile(req);
+//   disk.store(key, bin, cfg.save_source ? req.source : "");
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "kiln/cache/binary.hpp"
+#include "kiln/cache/cache_key.hpp"
+
+namespace kiln::cache {
+
+class DiskCache {
+ public:
+  /// Does not create `dir` (store does, 0700); checks it if it exists.
+  explicit DiskCache(std::filesystem::path dir);
+
+  /// The binary stored under `key`; nullopt on a miss, on an unusable folder, or on a bad
+  /// entry (a failed check is logged as a warning and counted in stats().bad_entries).
+  std::optional<Binary> load(const Key& key) const;
+
+  /// Atomically writes the entry for `key` (and, when `source_to_save_or_empty` is not empty,
+  /// <hex>.cu beside it). Failures are logged, never thrown: the caller has its binary anyway.
+  void store(const Key& key, const Binary& bin, std::string_view source_to_save_or_empty);
+
+  /// dir/ab/abcd...ef.kbin
+  std::filesystem::path entry_path(const Key& key) const;
+  /// dir/ab/abcd...ef.lock: the per-key lock file compile_cached uses for single-flight.
+  std::filesystem::path lock_path(const Key& key) const;
+  /// dir/ab/abcd...ef.cu
+  std::filesystem::path source_path(const Key& key) const;
+
+  const std::filesystem::path& dir() const noexcept { return dir_; }
+  /// False when the folder exists but was refused (wrong owner or writable by others).
+  bool usable() const noexcept { return usable_; }
+
+  /// Creates the fan-out folder for `key` (and `dir`) 0700 if missing and checks them.
+  /// False, with a logged warning, if they cannot be made or are refused.
+  bool prepare_folder(const Key& key);
+
+ private:
+  std::filesystem::path dir_;
+  bool usable_ = true;
+};
+
+}  // namespace kiln::cache

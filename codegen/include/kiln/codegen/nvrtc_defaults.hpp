@@ -1,0 +1,14 @@
+#pragma once
+// kiln's default NVRTC options for generated kernels, CuPy's: "--std=c++17" and
+// "-ftz=true" (flush float32 denormals to zero, as CuPy's kernels do). A user option of the
+// same kind replaces the default (e.g. "--std=c++20", "-ftz=false").
+//
+//   with_nvrtc_defaults({"--use_fast_math"});   // {"--std=c++17", "-ftz=true", "--use_fast_math"}
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+std::vector<std::string> with_nvrtc_defaults(std::vector<std::string> user_options);
+
+}  // namespace kiln::codegen

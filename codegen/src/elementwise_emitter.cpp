@@ -1,0 +1,271 @@
+#include "kiln/codegen/elementwise_emitter.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "kiln/codegen/device_header.hpp"
+#include "kiln/codegen/operation_analysis.hpp"
+
+namespace kiln::codegen {
+namespace {
+
+// Appends text and knows the current line, so user code can be framed by #line directives.
+class SourceWriter {
+ public:
+  explicit SourceWriter(std::string file) : file_(std::move(file)) {}
+  template <class... A>
+  void line(fmt::format_string<A...> f, A&&... args) {
+    out_ += fmt::format(f, std::forward<A>(args)...);
+    out_ += '\n';
+  }
+  void raw(std::string_view text) { out_ += text; }
+  // User text, reported by NVRTC as `<label>(<line>)`.
+  void user(std::string_view label, std::string_view text) {
+    if (text.empty()) return;
+    line("#line 1 \"{}\"", label);
+    out_ += text;
+    if (text.back() != '\n') out_ += '\n';
+    std::size_t next = std::size_t(std::count(out_.begin(), out_.end(), '\n')) + 2;
+    line("#line {} \"{}\"", next, file_);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string file_;
+  std::string out_;
+};
+
+std::string_view ctype(const ElementwiseSpec& s, int k) { return s.param_dtype(k).device_type(); }
+
+DeviceHeaderNeeds needs_of(const ElementwiseSpec& s) {
+  DeviceHeaderNeeds n;
+  for (int k = 0; k < s.nparams; ++k) {
+    dtype t = s.param_dtype(k);
+    n.fp16 |= t == float16;
+    n.bf16 |= t == bfloat16;
+    n.complex |= t.is_complex();
+  }
+  return n;
+}
+
+std::string other_user_code(const ElementwiseDefinition& def) {
+  return def.code.preamble + "\n" + def.code.loop_prep + "\n" + def.code.after_loop + "\n" +
+         def.macros.lines;
+}
+
+// ---- kernel signature ----
+
+std::string kernel_param(const ElementwiseDefinition& def, const ElementwiseSpec& s, int k) {
+  const Param& p = def.params[std::size_t(k)];
+  const char* konst = p.is_output ? "" : "const ";
+  switch (s.kind(k)) {
+    case OperandKind::scalar:
+      return fmt::format("const {} {}{}", ctype(s, k), p.raw ? "" : "kiln_p_", p.name);
+    case OperandKind::uniform:
+      return fmt::format("const {}* kiln_p_{}", ctype(s, k), p.name);
+    case OperandKind::raw_array: {
+      const auto& o = s.params[std::size_t(k)];
+      return fmt::format("const kiln_carray<{}, {}, {}, kiln_idx> {}", ctype(s, k), o.raw_ndim,
+                         o.raw_contiguous ? "true" : "false", p.name);
+    }
+    case OperandKind::array:
+    default:
+      if (s.layout == Layout::strided)
+        return fmt::format("const kiln_strided<{}, kiln_idx> kiln_p_{}", int(s.ndim), p.name);
+      return fmt::format("{}{}* kiln_p_{}", konst, ctype(s, k), p.name);
+  }
+}
+
+bool is_loop_operand(const ElementwiseSpec& s, const Param& p, int k) {
+  return !p.raw && (s.kind(k) == OperandKind::array || s.kind(k) == OperandKind::uniform ||
+                    s.kind(k) == OperandKind::scalar);
+}
+
+void emit_signature(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  w.line("extern \"C\" __global__ void {}(", def.name);
+  for (int k = 0; k < s.nparams; ++k) w.line("    {},", kernel_param(def, s, k));
+  if (s.layout == Layout::strided)
+    w.line("    const kiln_idx kiln_n, const kiln_dims<{}, kiln_idx> kiln_shape) {{", int(s.ndim));
+  else
+    w.line("    const kiln_idx kiln_n) {{");
+}
+
+// The user's operation as a lambda: one copy of the text (one set of #line-mapped errors)
+// serves the vector loop, the tail and the strided loop. Inputs by value, outputs by
+// reference, as CuPy binds them.
+void emit_body_lambda(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  std::string params = "const kiln_loop_index<kiln_idx> _ind, const kiln_idx i";
+  for (int k = 0; k < s.nparams; ++k) {
+    const Param& p = def.params[std::size_t(k)];
+    if (!is_loop_operand(s, p, k)) continue;
+    params += p.is_output ? fmt::format(", {}& {}", ctype(s, k), p.name)
+                          : fmt::format(", const {} {}", ctype(s, k), p.name);
+  }
+  w.line("  auto kiln_body = [&]({}) {{", params);
+  w.line("    (void)_ind; (void)i;");
+  w.user("operation", def.code.operation);
+  w.line("  ;}};");
+}
+
+// Arguments of one kiln_body call; `element(k)` spells parameter k's element.
+template <class F>
+std::string body_call(const ElementwiseDefinition& def, const ElementwiseSpec& s, std::string_view index,
+                      F&& element) {
+  std::string call = fmt::format("kiln_body(kiln_loop_index<kiln_idx>{{kiln_n, {0}}}, {0}", index);
+  for (int k = 0; k < s.nparams; ++k) {
+    const Param& p = def.params[std::size_t(k)];
+    if (!is_loop_operand(s, p, k)) continue;
+    if (s.kind(k) == OperandKind::scalar) call += ", kiln_p_" + p.name;
+    else if (s.kind(k) == OperandKind::uniform) call += ", kiln_u_" + p.name;
+    else call += ", " + element(k, p);
+  }
+  return call + ");";
+}
+
+void emit_uniform_loads(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  for (int k = 0; k < s.nparams; ++k)
+    if (s.kind(k) == OperandKind::uniform && !def.params[std::size_t(k)].raw)
+      w.line("  const {0} kiln_u_{1} = *kiln_p_{1};", ctype(s, k), def.params[std::size_t(k)].name);
+}
+
+// ---- contiguous loops ----
+
+void emit_vector_loop(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  const int vw = s.vector_width, u = s.unroll;
+  auto arrays = [&](auto&& f) {
+    for (int k = 0; k < s.nparams; ++k)
+      if (s.kind(k) == OperandKind::array && !def.params[std::size_t(k)].raw)
+        f(k, def.params[std::size_t(k)]);
+  };
+  w.line("  const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", vw);
+  w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_nvec; kiln_v += {} * kiln_nthreads) {{", u);
+  arrays([&](int k, const Param& p) { w.line("    {} kiln_r_{}[{}][{}];", ctype(s, k), p.name, u, vw); });
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("      const kiln_uidx kiln_w = kiln_v + kiln_u * kiln_nthreads;");
+  w.line("      if (kiln_w < kiln_nvec) {{");
+  arrays([&](int k, const Param& p) {
+    if (!p.is_output || output_needs_load(def, k - def.nin))
+      w.line("        kiln_load<{0}>(kiln_r_{1}[kiln_u], kiln_p_{1} + kiln_w * {0});", vw, p.name);
+  });
+  w.line("      }}");
+  w.line("    }}");
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("      const kiln_uidx kiln_w = kiln_v + kiln_u * kiln_nthreads;");
+  w.line("      if (kiln_w < kiln_nvec) {{");
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+  w.line("          const kiln_idx kiln_i = kiln_idx(kiln_w * {} + kiln_k);", vw);
+  w.line("          {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
+           return fmt::format("kiln_r_{}[kiln_u][kiln_k]", p.name);
+         }));
+  w.line("        }}");
+  arrays([&](int, const Param& p) {
+    if (p.is_output) w.line("        kiln_store<{0}>(kiln_p_{1} + kiln_w * {0}, kiln_r_{1}[kiln_u]);", vw, p.name);
+  });
+  w.line("      }}");
+  w.line("    }}");
+  w.line("  }}");
+}
+
+void emit_contiguous(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  std::string first = "kiln_tid";
+  if (s.vector_width > 1) {
+    emit_vector_loop(w, def, s);
+    first = fmt::format("kiln_nvec * {} + kiln_tid", int(s.vector_width));
+  }
+  w.line("  for (kiln_uidx kiln_j = {}; kiln_j < kiln_uidx(kiln_n); kiln_j += kiln_nthreads) {{", first);
+  w.line("    const kiln_idx kiln_i = kiln_idx(kiln_j);");
+  w.line("    {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
+           return fmt::format("kiln_p_{}[kiln_i]", p.name);
+         }));
+  w.line("  }}");
+}
+
+// ---- strided loop ----
+
+void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  std::vector<const Param*> arrays;
+  std::vector<int> index;
+  for (int k = 0; k < s.nparams; ++k)
+    if (s.kind(k) == OperandKind::array && !def.params[std::size_t(k)].raw) {
+      arrays.push_back(&def.params[std::size_t(k)]);
+      index.push_back(k);
+    }
+  w.line("  for (kiln_uidx kiln_j = kiln_tid; kiln_j < kiln_uidx(kiln_n); kiln_j += kiln_nthreads) {{");
+  w.line("    kiln_uidx kiln_rem = kiln_j;");
+  for (auto* p : arrays) w.line("    kiln_idx kiln_o_{} = 0;", p->name);
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_d = {} - 1; kiln_d > 0; --kiln_d) {{", int(s.ndim));
+  w.line("      const kiln_uidx kiln_e = kiln_uidx(kiln_shape.kiln_v[kiln_d]);");
+  w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem % kiln_e);");
+  w.line("      kiln_rem /= kiln_e;");
+  for (auto* p : arrays) w.line("      kiln_o_{0} += kiln_c * kiln_p_{0}.kiln_s[kiln_d];", p->name);
+  w.line("    }}");
+  for (auto* p : arrays) w.line("    kiln_o_{0} += kiln_idx(kiln_rem) * kiln_p_{0}.kiln_s[0];", p->name);
+  w.line("    const kiln_idx kiln_i = kiln_idx(kiln_j);");
+  w.line("    {}", body_call(def, s, "kiln_i", [&](int k, const Param& p) {
+           return fmt::format("*reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + kiln_o_{})",
+                              p.is_output ? "" : "const ", ctype(s, k), p.name, p.name);
+         }));
+  w.line("  }}");
+}
+
+void emit_placeholder_typedefs(SourceWriter& w, const ElementwiseDefinition& def,
+                               const ElementwiseSpec& s) {
+  for (int id = 0; id < int(def.placeholders.size()); ++id)
+    for (int k = 0; k < s.nparams; ++k)
+      if (def.params[std::size_t(k)].placeholder_id == id) {
+        w.line("typedef {} {};", ctype(s, k), def.placeholders[std::size_t(id)]);
+        break;
+      }
+}
+
+}  // namespace
+
+bool output_needs_load(const ElementwiseDefinition& def, int k) {
+  return !writes_before_reading(def.code.operation, def.output(k).name, other_user_code(def));
+}
+
+std::size_t elementwise_arg_size(const ElementwiseSpec& s, int k) {
+  const std::size_t idx = s.index_bits == 64 ? 8 : 4;
+  switch (s.kind(k)) {
+    case OperandKind::scalar: return s.param_dtype(k).itemsize();
+    case OperandKind::uniform: return 8;
+    case OperandKind::raw_array: {
+      std::size_t nd = std::max<std::size_t>(s.params[std::size_t(k)].raw_ndim, 1);
+      return (8 + idx * (1 + 2 * nd) + 7) / 8 * 8;
+    }
+    case OperandKind::array:
+    default:
+      return s.layout == Layout::strided ? (8 + idx * s.ndim + 7) / 8 * 8 : 8;
+  }
+}
+
+std::string emit_elementwise(const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  SourceWriter w(def.name + ".cu");
+  w.raw(device_header(needs_of(s)));
+  w.line("typedef {} kiln_idx;", s.index_bits == 64 ? "long long" : "int");
+  w.line("typedef {} kiln_uidx;", s.index_bits == 64 ? "unsigned long long" : "unsigned int");
+  w.line("// ---- user code ----");
+  w.user("options", def.macros.lines);
+  emit_placeholder_typedefs(w, def, s);
+  w.user("preamble", def.code.preamble);
+  emit_signature(w, def, s);
+  w.line("  const kiln_loop_index<kiln_idx> _ind{{kiln_n, 0}};");
+  w.line("  (void)_ind;");
+  w.user("loop_prep", def.code.loop_prep);
+  emit_body_lambda(w, def, s);
+  emit_uniform_loads(w, def, s);
+  w.line("  const kiln_uidx kiln_tid = kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x;");
+  w.line("  const kiln_uidx kiln_nthreads = kiln_uidx(gridDim.x) * blockDim.x;");
+  if (s.layout == Layout::strided) emit_strided(w, def, s);
+  else emit_contiguous(w, def, s);
+  w.user("after_loop", def.code.after_loop);
+  w.line("}}");
+  return w.take();
+}
+
+}  // namespace kiln::codegen

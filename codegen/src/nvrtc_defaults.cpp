@@ -1,0 +1,25 @@
+#include "kiln/codegen/nvrtc_defaults.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+namespace kiln::codegen {
+namespace {
+
+bool user_sets(const std::vector<std::string>& opts, std::initializer_list<std::string_view> kinds) {
+  return std::any_of(opts.begin(), opts.end(), [&](const std::string& o) {
+    return std::any_of(kinds.begin(), kinds.end(), [&](std::string_view k) { return o.starts_with(k); });
+  });
+}
+
+}  // namespace
+
+std::vector<std::string> with_nvrtc_defaults(std::vector<std::string> user_options) {
+  std::vector<std::string> out;
+  if (!user_sets(user_options, {"--std", "-std"})) out.push_back("--std=c++17");
+  if (!user_sets(user_options, {"-ftz", "--ftz"})) out.push_back("-ftz=true");
+  out.insert(out.end(), user_options.begin(), user_options.end());
+  return out;
+}
+
+}  // namespace kiln::codegen

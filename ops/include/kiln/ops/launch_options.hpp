@@ -1,0 +1,25 @@
+#pragma once
+// Per-call options of a kernel call, passed as the last argument:
+//
+//   k(x, y, kiln::launch_options{.block_size = 128});
+//   k(x, y, z, kiln::launch_options{.stream = &s});            // runs on s (s's device must be current)
+//   fill_raw(out, kiln::launch_options{.size = n});              // every array argument is raw
+#include <cstdint>
+
+#include "kiln/runtime/stream.hpp"
+
+namespace kiln {
+
+struct launch_options {
+  /// Loop size. Only when no non-raw array argument fixes the loop shape (CuPy's `size=`);
+  /// -1: decided by the arguments.
+  std::int64_t size = -1;
+  /// Threads per block, 1..1024 (and at most what the compiled kernel allows); 0: kiln's
+  /// choice (256).
+  int block_size = 0;
+  /// Stream to run on; nullptr: the current stream of the current device. Outputs kiln
+  /// allocates are allocated on it too.
+  const Stream* stream = nullptr;
+};
+
+}  // namespace kiln

@@ -1,0 +1,97 @@
+// The NVRTC wrapper: cubin for the asked arch, lowered names, CUDA headers found, errors
+// that show the kernel name, the log and the numbered source. Runs without a GPU.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "cache_test_support.hpp"
+#include "kiln/cache/nvrtc_compiler.hpp"
+#include "kiln/runtime/error.hpp"
+
+using namespace kiln::cache;
+using kiln::cache::testing::ScopedEnv;
+using kiln::cache::testing::tiny_request;
+using Catch::Matchers::Contains;
+
+TEST_CASE("nvrtc compiles a trivial kernel to an sm_90 cubin", "[cache]") {
+  const Binary bin = nvrtc_compile(tiny_request());
+  REQUIRE(bin.cubin.size() > 64);
+  CHECK(bin.cubin.substr(0, 4) == "\x7f" "ELF");
+  CHECK(bin.lowered_names.empty());
+}
+
+TEST_CASE("nvrtc returns lowered names parallel to the name expressions", "[cache]") {
+  CompileRequest req;
+  req.kernel_name = "fill";
+  req.source = "template <class T> __global__ void fill(T* x) { x[0] = T(1); }\n";
+  req.name_expressions = {"fill<float>", "fill<int>"};
+  const Binary bin = nvrtc_compile(req);
+  REQUIRE(bin.lowered_names.size() == 2);
+  CHECK(bin.lowered_names[0] == "_Z4fillIfEvPT_");
+  CHECK(bin.lowered_names[1] == "_Z4fillIiEvPT_");
+}
+
+TEST_CASE("nvrtc finds cuda_fp16.h through the default include options", "[cache]") {
+  const auto opts = default_include_options();
+  REQUIRE_FALSE(opts.empty());
+  CHECK(opts[0].rfind("-I", 0) == 0);
+  CHECK(std::filesystem::exists(opts[0].substr(2) + "/cuda_fp16.h"));
+  CompileRequest req = tiny_request();
+  req.source = "#include <cuda_fp16.h>\nextern \"C\" __global__ void h(__half* x) { x[0] = __float2half(1.f); }\n";
+  req.kernel_name = "h";
+  CHECK(nvrtc_compile(req).cubin.size() > 64);
+}
+
+TEST_CASE("default include options prefer CUDA_PATH when it exists", "[cache]") {
+  kiln::cache::testing::TempDir fake;
+  std::filesystem::create_directories(fake.path() / "include" / "cccl");
+  {
+    ScopedEnv cuda_path("CUDA_PATH", fake.path().string());
+    const auto opts = default_include_options();
+    REQUIRE(opts.size() == 2);
+    CHECK(opts[0] == "-I" + (fake.path() / "include").string());
+    CHECK(opts[1] == "-I" + (fake.path() / "include" / "cccl").string());
+  }
+  {
+    ScopedEnv cuda_path("CUDA_PATH", (fake.path() / "missing").string());
+    ScopedEnv cuda_home("CUDA_HOME", std::nullopt);
+    CHECK(default_include_options()[0] != "-I" + (fake.path() / "missing" / "include").string());
+  }
+}
+
+TEST_CASE("nvrtc syntax error throws CompileError with name, log and numbered source", "[cache]") {
+  CompileRequest req;
+  req.kernel_name = "broken_kernel";
+  req.source = "// line 1\nextern \"C\" __global__ void broken_kernel(float* x) {\n  x[0] = 1 +;\n}\n";
+  try {
+    nvrtc_compile(req);
+    FAIL("expected kiln::CompileError");
+  } catch (const kiln::CompileError& e) {
+    const std::string what = e.what();
+    CHECK_THAT(what, Contains("broken_kernel"));
+    CHECK_THAT(what, Contains("sm_90"));
+    CHECK_FALSE(e.log().empty());
+    CHECK_THAT(what, Contains(e.log()));
+    CHECK_THAT(e.log(), Contains("expected an expression"));
+    CHECK_THAT(what, Contains("  3 |   x[0] = 1 +;"));
+    CHECK_THAT(what, Contains("  1 | // line 1"));
+    CHECK(e.source() == req.source);
+  }
+}
+
+TEST_CASE("nvrtc version reports major.minor and a full version starting with them", "[cache]") {
+  const NvrtcVersion& v = nvrtc_version();
+  CHECK(v.major >= 12);
+  const std::string mm = std::to_string(v.major) + "." + std::to_string(v.minor);
+  CHECK(v.full.rfind(mm, 0) == 0);
+  INFO("full version: " << v.full);
+  // On this toolkit the build number is available (library name or dist-info); warn otherwise.
+  if (v.full == mm) WARN("NVRTC build number not found; keys use " << mm);
+  CHECK(&nvrtc_version() == &v);
+}
+
+TEST_CASE("number_lines prefixes every line with its number", "[cache]") {
+  CHECK(number_lines("a\nb") == "  1 | a\n  2 | b\n");
+  const std::string many(11, '\n');
+  CHECK(number_lines(many).find("  12 | \n") != std::string::npos);
+}

@@ -1,0 +1,153 @@
+// Every kind of elementwise kernel kiln can generate, compiled by NVRTC for sm_90 (no GPU).
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "kiln/cache/nvrtc_compiler.hpp"
+#include "kiln/codegen/elementwise_emitter.hpp"
+#include "kiln/ops/elementwise_kernel.hpp"
+#include "kiln/runtime/error.hpp"
+
+using namespace kiln;
+using codegen::Layout;
+using codegen::OperandKind;
+
+namespace {
+
+cache::Binary nvrtc(const ElementwiseKernel& k, const codegen::ElementwiseSpec& spec) {
+  return cache::nvrtc_compile(k.compile_request(spec, 90));
+}
+
+// CHECKs that the spec compiles, printing the source when it does not.
+void check_compiles(const ElementwiseKernel& k, const codegen::ElementwiseSpec& spec) {
+  try {
+    auto bin = nvrtc(k, spec);
+    CHECK_FALSE(bin.cubin.empty());
+  } catch (const CompileError& e) {
+    FAIL(e.what());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the README kernel generates a vectorized kernel that NVRTC compiles", "[codegen]") {
+  ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = (x - 2 > y) ? x * y : x + y",
+                      "my_kernel");
+  auto spec = k.make_spec(std::vector<dtype>{float32, float32}, {.vector_width = 4});
+  const std::string src = k.source(spec);
+  CHECK_THAT(src, Catch::Contains("extern \"C\" __global__ void my_kernel("));
+  CHECK_THAT(src, Catch::Contains("kiln_load<4>(kiln_r_x"));
+  CHECK_THAT(src, Catch::Contains("kiln_store<4>(kiln_p_z"));
+  CHECK_THAT(src, !Catch::Contains("kiln_load<4>(kiln_r_z"));  // z is only written
+  CHECK_THAT(src, !Catch::Contains("cuda_fp16.h"));             // headers only when needed
+  CHECK_THAT(src, !Catch::Contains("cuda/std/complex"));
+  check_compiles(k, spec);
+}
+
+TEST_CASE("an output the operation reads is loaded before the vectorized operation", "[codegen]") {
+  ElementwiseKernel k("T x", "T y", "y += x", "accumulate");
+  auto spec = k.make_spec(std::vector<dtype>{float32, float32}, {.vector_width = 4});
+  CHECK_THAT(k.source(spec), Catch::Contains("kiln_load<4>(kiln_r_y"));
+  check_compiles(k, spec);
+}
+
+TEST_CASE("every dtype compiles contiguous, vectorized, strided, with 32/64-bit indices and raw "
+          "and scalar parameters", "[codegen]") {
+  ElementwiseKernel k("T x, raw T r, T s", "T z", "z = x * s + r[i]", "all_layouts");
+  for (dtype t : kAllDtypes) {
+    const int wide = int(16 / t.itemsize());
+    struct Variant {
+      elementwise_layout layout;
+      bool x_uniform;
+      bool raw_contiguous;
+    };
+    const Variant variants[] = {
+        {{.layout = Layout::contiguous, .index_bits = 32, .vector_width = wide, .raw_ndim = 2}, false, true},
+        {{.layout = Layout::contiguous, .index_bits = 64, .vector_width = 1, .raw_ndim = 1}, false, false},
+        {{.layout = Layout::strided, .ndim = 3, .index_bits = 32, .raw_ndim = 2}, true, false},
+        {{.layout = Layout::strided, .ndim = 1, .index_bits = 64, .raw_ndim = 0}, false, true},
+    };
+    for (const auto& v : variants) {
+      INFO(fmt::format("{} layout {} ndim {} bits {} vw {}", t, int(v.layout.layout), v.layout.ndim,
+                       v.layout.index_bits, v.layout.vector_width));
+      auto spec = k.make_spec(std::vector<dtype>{t, t, t}, v.layout);
+      spec.set_param(0, t, v.x_uniform ? OperandKind::uniform : OperandKind::array);
+      spec.set_param(1, t, OperandKind::raw_array, v.layout.raw_ndim, v.raw_contiguous);
+      spec.set_param(2, t, OperandKind::scalar);
+      check_compiles(k, spec);
+    }
+  }
+}
+
+TEST_CASE("kiln_cast compiles for every pair of dtypes", "[codegen]") {
+  std::string in, op = "double kiln_acc_unused = 0;\n";
+  for (int a = 0; a < kNumDtypes; ++a) {
+    in += fmt::format("{}{} a{}", a ? ", " : "", kAllDtypes[a].name(), a);
+    for (int b = 0; b < kNumDtypes; ++b)
+      op += fmt::format("{{ auto v = kiln_cast<{}>(a{}); z += kiln_cast<double>(v); }}\n",
+                        kAllDtypes[b].device_type(), a);
+  }
+  ElementwiseKernel k(in, "float64 z", "z = 0;\n" + op, "cast_table");
+  std::vector<dtype> types(kAllDtypes, kAllDtypes + kNumDtypes);
+  check_compiles(k, k.make_spec(types));
+}
+
+TEST_CASE("user macros like -DX=1 -DT=1 -DN=1 reach user code and break nothing", "[codegen]") {
+  elementwise_options o;
+  o.options = {"-DX=1", "-DT=1", "-DN=1", "-Dcomplex_unused=2", "-DSCALE=3"};
+  o.preamble = "__device__ U twice(U v) { return v * U(2); }\n";
+  o.loop_prep = "__shared__ int kiln_unused_shared; U bias = U(X + N);";
+  o.after_loop = "__syncthreads();";
+  ElementwiseKernel k("U x, raw U r", "U z", "z = twice(x) + bias * U(SCALE) + r[{i, 0}] + U(r.shape()[1]) + U(r.strides()[0]) + U(r.size()) + U(_ind.size() - _ind.get())",
+                      "with_macros", o);
+  for (dtype t : {float32, complex128, float16}) {
+    INFO(t.name());
+    auto spec = k.make_spec(std::vector<dtype>{t, t}, {.vector_width = t.itemsize() < 16 ? 2 : 1, .raw_ndim = 2});
+    spec.set_param(1, t, OperandKind::raw_array, 2, false);
+    check_compiles(k, spec);
+  }
+}
+
+TEST_CASE("raw arrays take multi-indices as braces or integer arrays", "[codegen]") {
+  ElementwiseKernel k("raw T a", "raw T b",
+                      "long idx[3] = {0, 1, 2}; int j[3] = {1, 1, 1}; "
+                      "b[{i, 0, 1}] = a[idx] + a[j] + a[i] + a[{0, 0, i}]",
+                      "multi_index");
+  auto spec = k.make_spec(std::vector<dtype>{int32, int32}, {.raw_ndim = 3});
+  spec.set_param(0, int32, OperandKind::raw_array, 3, false);
+  check_compiles(k, spec);
+}
+
+TEST_CASE("NVRTC errors in user code point at the user's own lines", "[codegen]") {
+  ElementwiseKernel k("float32 x", "float32 z", "z = x;\nz = not_declared_anywhere;", "bad_op");
+  auto spec = k.make_spec(std::vector<dtype>{float32});
+  try {
+    nvrtc(k, spec);
+    FAIL("compiled");
+  } catch (const CompileError& e) {
+    CHECK_THAT(e.log(), Catch::Contains("operation(2): error"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("bad_op"));
+  }
+  elementwise_options o;
+  o.preamble = "// fine\n__device__ int f() { return missing_symbol; }";
+  ElementwiseKernel p("float32 x", "float32 z", "z = x", "bad_preamble", o);
+  try {
+    nvrtc(p, p.make_spec(std::vector<dtype>{float32}));
+    FAIL("compiled");
+  } catch (const CompileError& e) {
+    CHECK_THAT(e.log(), Catch::Contains("preamble(2): error"));
+  }
+}
+
+TEST_CASE("kernel argument sizes follow the ABI", "[codegen]") {
+  ElementwiseKernel k("T x, raw T r, T s", "T z", "z = x", "abi");
+  auto spec = k.make_spec(std::vector<dtype>{complex128, complex128, complex128},
+                          {.layout = Layout::strided, .ndim = 3, .index_bits = 32, .raw_ndim = 2});
+  spec.set_param(2, complex128, OperandKind::scalar);
+  CHECK(codegen::elementwise_arg_size(spec, 0) == 8 + 3 * 4 + 4);  // ptr + 3 strides, padded
+  CHECK(codegen::elementwise_arg_size(spec, 1) == 8 + 4 + 2 * 2 * 4 + 4);
+  CHECK(codegen::elementwise_arg_size(spec, 2) == 16);
+  spec.index_bits = 64;
+  CHECK(codegen::elementwise_arg_size(spec, 0) == 8 + 3 * 8);
+  CHECK(codegen::elementwise_arg_size(spec, 1) == 8 + 8 + 2 * 2 * 8);
+}
