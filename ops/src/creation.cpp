@@ -5,34 +5,12 @@
 #include <fmt/format.h>
 
 #include "kiln/ops/elementwise_builtins.hpp"
-#include "kiln/ops/elementwise_kernel.hpp"
 
 namespace kiln {
 namespace {
 
 bool is_integral(const scalar& s) {
   return s.value_kind() != scalar::kind::floating && s.value_kind() != scalar::kind::complex;
-}
-
-// Integer ranges are computed in int64 so big values stay exact; others in float64.
-const ElementwiseKernel& arange_int_kernel() {
-  static const ElementwiseKernel k("int64 start, int64 step", "T y",
-                                   "y = kiln_cast<T>(start + (long long)i * step)",
-                                   "kiln_arange_int");
-  return k;
-}
-const ElementwiseKernel& arange_float_kernel() {
-  static const ElementwiseKernel k("float64 start, float64 step", "T y",
-                                   "y = kiln_cast<T>(start + (double)i * step)", "kiln_arange");
-  return k;
-}
-const ElementwiseKernel& linspace_kernel() {
-  static const ElementwiseKernel k(
-      "float64 start, float64 step, float64 stop, int64 last, bool floor_it", "T y",
-      "double v = (long long)i == last ? stop : start + (double)i * step;\n"
-      "y = kiln_cast<T>(floor_it ? floor(v) : v)",
-      "kiln_linspace");
-  return k;
 }
 
 }  // namespace
@@ -69,9 +47,9 @@ ndarray arange(const scalar& start, const scalar& stop, const scalar& step,
     std::int64_t s0 = 0, ds = 0;
     start.store_as(int64, &s0);
     step.store_as(int64, &ds);
-    arange_int_kernel()(s0, ds, out);
+    ops::arange_int_kernel()(s0, ds, out);
   } else {
-    arange_float_kernel()(first, delta, out);
+    ops::arange_float_kernel()(first, delta, out);
   }
   return out;
 }
@@ -84,7 +62,7 @@ ndarray linspace(double start, double stop, std::int64_t num, bool endpoint,
   std::int64_t div = endpoint ? num - 1 : num;
   double step = div > 0 ? (stop - start) / double(div) : 0.0;
   std::int64_t last = endpoint && num > 1 ? num - 1 : -1;
-  linspace_kernel()(start, step, stop, last, out.dtype().is_integer(), out);
+  ops::linspace_kernel()(start, step, stop, last, out.dtype().is_integer(), out);
   return out;
 }
 

@@ -25,5 +25,11 @@ const ElementwiseKernel& cast_kernel();
 const ElementwiseKernel& copy_kernel();
 /// "<t> value" -> "<t> y": y = value, for an output of dtype t. Call with (value, out).
 const ElementwiseKernel& fill_kernel(dtype t);
+/// arange: "int64 start, int64 step" -> "T y" (exact for big integers), and the float64 form.
+const ElementwiseKernel& arange_int_kernel();
+const ElementwiseKernel& arange_float_kernel();
+/// linspace: "float64 start, float64 step, float64 stop, int64 last, bool floor_it" -> "T y";
+/// element `last` is exactly `stop`; integer outputs take the floor (NumPy 2).
+const ElementwiseKernel& linspace_kernel();
 
 }  // namespace kiln::ops
