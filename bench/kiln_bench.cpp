@@ -6,6 +6,7 @@
 // (never zeros). Without a GPU it prints {"device": null, "error": "..."} and exits 0.
 //
 //   kiln_bench                          all cases (uses a fresh temporary KILN_CACHE_DIR)
+//   kiln_bench --compile-check [ARCH]   NVRTC-compiles every benchmark kernel (no GPU needed)
 //   kiln_bench --first-call-only NONCE  (internal) child process of the disk-hit case
 #include <spawn.h>
 #include <sys/wait.h>
@@ -121,28 +122,18 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-/// Fills `a` (any float dtype, any size) with hash-of-index values uniform in [lo, hi): one
-/// device-side elementwise kernel, no host upload.
-void fill_random(ndarray& a, double lo, double hi, std::uint64_t seed) {
-  static const ElementwiseKernel gen(
+// ---- every kernel the benchmark runs (one definition each; --compile-check builds them all)
+
+/// Hash-of-index values uniform in [lo, hi), any float output dtype (splitmix64 of i + seed).
+const ElementwiseKernel& random_kernel() {
+  static const ElementwiseKernel k(
       "float64 lo, float64 hi, uint64 seed", "T z",
       "unsigned long long bh = ((unsigned long long)i + 1ull) * 0x9E3779B97F4A7C15ull + seed;"
       "bh ^= bh >> 30; bh *= 0xBF58476D1CE4E5B9ull;"
       "bh ^= bh >> 27; bh *= 0x94D049BB133111EBull; bh ^= bh >> 31;"
       "z = (T)(lo + (hi - lo) * ((double)(bh >> 11) * (1.0 / 9007199254740992.0)));",
       "bench_fill_random");
-  gen(lo, hi, seed, a);
-}
-
-/// True when got[k] == want[k] to within a relative `tol`.
-template <class T>
-bool all_close(const std::vector<T>& got, const std::vector<T>& want, double tol) {
-  if (got.size() != want.size()) return false;
-  for (std::size_t k = 0; k < got.size(); ++k) {
-    const double g = double(got[k]), w = double(want[k]);
-    if (!(std::fabs(g - w) <= tol * std::fabs(w))) return false;
-  }
-  return true;
+  return k;
 }
 
 // The kernel of cases 2 and 4 (CuPy's README example).
@@ -154,10 +145,38 @@ const ElementwiseKernel& my_kernel() {
 
 float my_kernel_host(float x, float y) { return (x - 2 > y) ? x * y : x + y; }
 
+// Case 3: x *= s in place (the output is read, then written).
+const ElementwiseKernel& imul_kernel() {
+  static const ElementwiseKernel k("float64 s", "float64 x", "x = x * s", "bench_imul");
+  return k;
+}
+
+// Case 6.
+const ElementwiseKernel& add_kernel() {
+  static const ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "bench_add_f32");
+  return k;
+}
+
 // The never-seen kernel of case 5: the nonce is in the operation and the name.
 ElementwiseKernel cold_kernel(const std::string& nonce) {
   return ElementwiseKernel("float32 x", "float32 z", "z = x * 3 + 1; /* nonce " + nonce + " */",
                            "bench_cold_" + nonce);
+}
+
+/// Fills `a` (any float dtype, any size) on the device: no host upload.
+void fill_random(ndarray& a, double lo, double hi, std::uint64_t seed) {
+  random_kernel()(lo, hi, seed, a);
+}
+
+/// True when got[k] == want[k] to within a relative `tol`.
+template <class T>
+bool all_close(const std::vector<T>& got, const std::vector<T>& want, double tol) {
+  if (got.size() != want.size()) return false;
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const double g = double(got[k]), w = double(want[k]);
+    if (!(std::fabs(g - w) <= tol * std::fabs(w))) return false;
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------- cases
@@ -201,7 +220,7 @@ void case_my_kernel() {
 
 // 3. x *= 5 in place on 1000x500x500 float64 (CuPy: multiply(x, 5, out=x)).
 void case_imul() {
-  static const ElementwiseKernel imul("float64 s", "float64 x", "x = x * s", "bench_imul");
+  const auto& imul = imul_kernel();
   ndarray x(Shape{1000, 500, 500}, float64);
   fill_random(x, 0.0, 1.0, 4);
   const std::int64_t n = x.size();
@@ -252,7 +271,8 @@ void case_hit_calls() {
 
 struct ChildResult {
   double first_call_ms = NAN, process_first_call_ms = NAN;
-  unsigned long long nvrtc_compiles = ~0ull, disk_hits = 0, disk_misses = 0;
+  // During the timed call; nvrtc_compiles_total: the whole child process.
+  unsigned long long nvrtc_compiles = ~0ull, disk_hits = 0, disk_misses = 0, nvrtc_compiles_total = ~0ull;
 };
 
 // Runs this program again as `--first-call-only NONCE` (same environment, so the same
@@ -288,9 +308,10 @@ ChildResult run_child(const std::string& nonce) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error(fmt::format("child process failed (status {}): {}", status, out));
   ChildResult res;
-  if (std::sscanf(out.c_str(), "first_call_ms=%lf process_first_call_ms=%lf nvrtc_compiles=%llu disk_hits=%llu disk_misses=%llu",
+  if (std::sscanf(out.c_str(), "first_call_ms=%lf process_first_call_ms=%lf nvrtc_compiles=%llu disk_hits=%llu "
+                  "disk_misses=%llu nvrtc_compiles_total=%llu",
                   &res.first_call_ms, &res.process_first_call_ms, &res.nvrtc_compiles,
-                  &res.disk_hits, &res.disk_misses) != 5)
+                  &res.disk_hits, &res.disk_misses, &res.nvrtc_compiles_total) != 6)
     throw std::runtime_error("could not parse the child's output: " + out);
   return res;
 }
@@ -331,6 +352,7 @@ void case_cold(const std::string& cache_dir) {
       .add("nvrtc_compiles", std::int64_t(child.nvrtc_compiles))
       .add("disk_hits", std::int64_t(child.disk_hits))
       .add("disk_misses", std::int64_t(child.disk_misses))
+      .add("nvrtc_compiles_total", std::int64_t(child.nvrtc_compiles_total))
       .add("process_first_call_ms", child.process_first_call_ms);
   if (child.nvrtc_compiles != 0)
     g_errors.push_back(R"({"case": "disk_hit_fresh_process_ms", "error": "the child process ran NVRTC: the disk cache missed"})");
@@ -338,7 +360,7 @@ void case_cold(const std::string& cache_dir) {
 
 // 6. The strided path: z = x.T + y on 8192x8192 float32 (no target; an honest number).
 void case_strided() {
-  static const ElementwiseKernel add("float32 x, float32 y", "float32 z", "z = x + y", "bench_add_f32");
+  const auto& add = add_kernel();
   const std::int64_t m = 8192;
   ndarray x(Shape{m, m}, float32), y(Shape{m, m}, float32), z(Shape{m, m}, float32);
   fill_random(x, 0.0, 8.0, 5);
@@ -379,6 +401,8 @@ int first_call_only(const std::string& nonce) {
   const ElementwiseKernel k = cold_kernel(nonce);
   ndarray xc = asarray<float>({1.5f});
   current_stream().synchronize();
+  const auto compiles0 = st.nvrtc_compiles.load(), hits0 = st.disk_hits.load(),
+             misses0 = st.disk_misses.load();
   t0 = clock_type::now();
   ndarray zc = k(xc);
   current_stream().synchronize();
@@ -387,9 +411,46 @@ int first_call_only(const std::string& nonce) {
     std::fprintf(stderr, "kiln_bench child: wrong result\n");
     return 1;
   }
-  std::printf("first_call_ms=%.6f process_first_call_ms=%.6f nvrtc_compiles=%llu disk_hits=%llu disk_misses=%llu\n",
-              first_ms, process_first_ms, (unsigned long long)st.nvrtc_compiles.load(),
-              (unsigned long long)st.disk_hits.load(), (unsigned long long)st.disk_misses.load());
+  std::printf("first_call_ms=%.6f process_first_call_ms=%.6f nvrtc_compiles=%llu disk_hits=%llu "
+              "disk_misses=%llu nvrtc_compiles_total=%llu\n",
+              first_ms, process_first_ms,
+              (unsigned long long)(st.nvrtc_compiles.load() - compiles0),
+              (unsigned long long)(st.disk_hits.load() - hits0),
+              (unsigned long long)(st.disk_misses.load() - misses0),
+              (unsigned long long)st.nvrtc_compiles.load());
+  return 0;
+}
+
+// --compile-check [ARCH]: generates and NVRTC-compiles every kernel above for sm_ARCH (default
+// 90), contiguous (scalar and vector loops) and strided; no GPU needed.
+int compile_check(int arch) {
+  setenv("KILN_CACHE_IN_MEMORY", "1", 1);
+  struct Item {
+    const ElementwiseKernel* k;
+    std::vector<dtype> dtypes;
+  };
+  const ElementwiseKernel cold = cold_kernel("check");
+  const std::vector<Item> items = {
+      {&random_kernel(), {float64, float64, uint64, float32}},
+      {&random_kernel(), {float64, float64, uint64, float64}},
+      {&my_kernel(), {float32, float32}},
+      {&imul_kernel(), {float64, float64}},
+      {&add_kernel(), {float32, float32}},
+      {&cold, {float32}},
+  };
+  std::vector<elementwise_layout> layouts(3);
+  layouts[1].vector_width = 2;
+  layouts[2].layout = codegen::Layout::strided;
+  layouts[2].ndim = 2;
+  int n = 0;
+  for (const auto& it : items)
+    for (const auto& l : layouts) {
+      const auto spec = it.k->make_spec(it.dtypes, l);
+      const auto bin = it.k->compile_for(spec, arch);
+      if (bin.cubin.empty()) throw std::runtime_error("empty cubin for " + it.k->name());
+      ++n;
+    }
+  std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d}\n", arch, n);
   return 0;
 }
 
@@ -401,6 +462,14 @@ int main(int argc, char** argv) {
       return first_call_only(argv[2]);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "kiln_bench child: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "--compile-check") == 0) {
+    try {
+      return compile_check(argc >= 3 ? std::atoi(argv[2]) : 90);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kiln_bench --compile-check: %s\n", e.what());
       return 1;
     }
   }
