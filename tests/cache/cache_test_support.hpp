@@ -16,31 +16,12 @@
 #include "kiln/cache/cache_config.hpp"
 #include "kiln/cache/compile_request.hpp"
 #include "kiln/runtime/detail/log.hpp"
+#include "support/test_support.hpp"
 
 namespace kiln::cache::testing {
 
-/// mkdtemp folder, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-cache-test-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    // Tests chmod folders; make sure removal can descend into them.
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::add, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using kiln::test::ScopedEnv;
+using kiln::test::TempDir;
 
 /// Routes kiln's log into memory for the scope (keeps test output quiet, lets tests check
 /// that a warning was logged).
@@ -71,25 +52,6 @@ class LogCapture {
   spdlog::level::level_enum saved_level_;
 };
 
-/// Sets (or, with nullopt, unsets) an environment variable for the scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 /// The smallest kernel worth compiling; `tag` makes the source (and so the key) unique.
 inline CompileRequest tiny_request(const std::string& tag = "0") {

@@ -82,22 +82,29 @@ TEST_CASE("zero-size and 0-d arrays work", "[runtime][gpu]") {
   CHECK(f.is_f_contiguous());
 }
 
-TEST_CASE("device-to-device copies, and between two GPUs when there are two", "[runtime][gpu]") {
+TEST_CASE("device-to-device copies", "[runtime][gpu]") {
   auto h = random_vector<double>(4096);
   auto a = asarray(h);
   auto b = empty_like(a);
   copy_contiguous(a, b);
   CHECK(b.get<double>() == h);
-  if (device_count() >= 2) {
-    ndarray other;
-    {
-      DeviceGuard on(1);
-      other = empty({4096}, float64);
-    }
-    copy_contiguous(a, other);
+}
+
+TEST_CASE("copies between two GPUs, both directions", "[runtime][gpu][multigpu]") {
+  auto h = random_vector<double>(1 << 20);
+  auto a = asarray(h);
+  ndarray other;
+  {
+    DeviceGuard on(1);
+    other = empty({1 << 20}, float64);
     CHECK(other.device() == 1);
-    CHECK(other.get<double>() == h);
   }
+  copy_contiguous(a, other);
+  CHECK(other.get<double>() == h);
+  auto back = empty_like(a);
+  copy_contiguous(other, back);
+  CHECK(back.device() == 0);
+  CHECK(back.get<double>() == h);
 }
 
 TEST_CASE("streams, stream guards and events", "[runtime][gpu]") {

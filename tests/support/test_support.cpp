@@ -1,6 +1,7 @@
 #include "support/test_support.hpp"
 
 #include <cstdlib>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace kiln::test {
@@ -12,7 +13,8 @@ std::mt19937_64& rng() {
 
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-test-XXXXXX").string();
-  path_ = ::mkdtemp(tmpl.data());
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
 }
 
 TempDir::~TempDir() {
@@ -22,11 +24,11 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+ScopedEnv::ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
   const char* old = std::getenv(name);
   had_ = old != nullptr;
   if (had_) old_ = old;
-  if (value) ::setenv(name, value, 1);
+  if (value) ::setenv(name, value->c_str(), 1);
   else ::unsetenv(name);
 }
 

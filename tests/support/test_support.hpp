@@ -3,6 +3,7 @@
 #include <complex>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -38,16 +39,20 @@ class TempDir {
  public:
   TempDir();
   ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;
 };
 
-/// Sets an environment variable for a scope, restoring the old value.
+/// Sets (or, with nullopt, unsets) an environment variable for a scope, restoring the old value.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value);
+  ScopedEnv(const char* name, std::optional<std::string> value);
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
   ~ScopedEnv();
 
  private:
