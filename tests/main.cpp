@@ -1,43 +1,69 @@
-// Test runner. Without a GPU, a run asked for [gpu] tests exits with 77 (ctest: SKIPPED), and a
-// run with no filter leaves [gpu] tests out and says so, so GPU tests are never reported passed
-// where they could not run. [multigpu] tests (tagged [gpu][multigpu]) need two GPUs, likewise.
+// Test runner. GPU tests are never reported passed where they could not run:
+// - a run that asks for [gpu] (or [multigpu]) tests on a machine without a GPU (or with fewer
+//   than two) exits with 77, which ctest reports as SKIPPED;
+// - any other run leaves the tests this machine cannot run out of every filter term, and says so.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "kiln/runtime/device.hpp"
 
-int main(int argc, char** argv) {
-  bool filtered = false, wants_gpu = false, wants_two = false;
-  for (int i = 1; i < argc; ++i) {
-    if (argv[i][0] != '-') filtered = true;
-    if (std::strstr(argv[i], "[gpu]") && !std::strstr(argv[i], "~[gpu]")) wants_gpu = true;
-    if (std::strstr(argv[i], "[multigpu]") && !std::strstr(argv[i], "~[multigpu]")) wants_two = true;
+namespace {
+
+bool asks_for(const char* arg, const char* tag) {
+  const char* hit = std::strstr(arg, tag);
+  return hit && (hit == arg || hit[-1] != '~');
+}
+
+// Catch ORs comma-separated terms and ANDs within a term: add the exclusions to each term.
+std::string exclude_in_each_term(const std::string& spec, const std::string& exclusions) {
+  std::string out, term;
+  for (char c : spec + ",") {
+    if (c != ',') {
+      term += c;
+      continue;
+    }
+    out += (out.empty() ? "" : ",") + term + exclusions;
+    term.clear();
   }
-  std::vector<char*> args(argv, argv + argc);
-  std::string no_gpu = "~[gpu]";
-  if (kiln::device_count() == 0) {
-    if (wants_gpu) {
-      std::printf("SKIPPED: no GPU here (%s); [gpu] tests did not run\n",
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int gpus = kiln::device_count();
+  std::string exclusions;
+  if (gpus < 1) exclusions += "~[gpu]";
+  if (gpus < 2) exclusions += "~[multigpu]";
+
+  bool filtered = false;
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') continue;
+    filtered = true;
+    if ((gpus < 1 && asks_for(argv[i], "[gpu]")) || (gpus < 2 && asks_for(argv[i], "[multigpu]"))) {
+      std::printf("SKIPPED: these tests need %s; this machine has %d%s%s\n",
+                  asks_for(argv[i], "[multigpu]") ? "two GPUs" : "a GPU", gpus, gpus ? "" : ": ",
                   kiln::no_device_reason().c_str());
       return 77;
     }
-    if (!filtered) {
-      std::printf("no GPU here (%s): [gpu] tests left out\n", kiln::no_device_reason().c_str());
-      args.push_back(no_gpu.data());
-    }
   }
-  if (wants_two && kiln::device_count() < 2) {
-    std::printf("SKIPPED: [multigpu] tests need two GPUs; this machine has %d\n",
-                kiln::device_count());
-    return 77;
+
+  std::vector<std::string> storage;
+  storage.reserve(std::size_t(argc) + 1);
+  std::vector<char*> args{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    bool is_filter = argv[i][0] != '-' && !exclusions.empty();
+    args.push_back(is_filter ? storage.emplace_back(exclude_in_each_term(argv[i], exclusions)).data()
+                             : argv[i]);
   }
-  std::string no_multi = "~[multigpu]";
-  if (!filtered && kiln::device_count() < 2) args.push_back(no_multi.data());
-  int rc = Catch::Session().run(int(args.size()), args.data());
-  // A filter that matched nothing (e.g. a module without GPU tests yet) is not a pass either.
-  return rc;
+  if (!filtered && !exclusions.empty()) args.push_back(storage.emplace_back(exclusions).data());
+  if (!exclusions.empty())
+    std::printf("%d GPU(s) here: tests tagged %s are left out\n", gpus,
+                gpus < 1 ? "[gpu]" : "[multigpu]");
+  return Catch::Session().run(int(args.size()), args.data());
 }

@@ -31,8 +31,24 @@ build() {
   cmake --build "$build_dir" -j"${KILN_JOBS:-2}"
 }
 
+# Without a GPU the demo does the GPU-free half of kiln: it precompiles the tour's kernel for
+# sm_90 into the kernel cache with the kiln-cache CLI.
+demo() {
+  if "$build_dir/tools/kiln-cache" devices; then
+    "$build_dir/samples/tour"
+  else
+    echo "kiln demo: no GPU, so precompiling my_kernel for sm_90 with kiln-cache instead:"
+    "$build_dir/tools/kiln-cache" elementwise --in "float32 x, float32 y" --out "float32 z" \
+      --op "z = (x - 2 > y) ? x * y : x + y" --name my_kernel \
+      --dtypes float32,float32,float32 --vector-width 4 --arch 90
+    "$build_dir/tools/kiln-cache" info
+    echo "kiln demo: a program calling my_kernel on float32 arrays on an sm_90 GPU now loads it"
+    echo "from this cache without NVRTC (try samples/deployed with KILN_DISALLOW_COMPILE=1)."
+  fi
+}
+
 case "${1:-}" in
-  --demo) build && "$build_dir/samples/tour" ;;
+  --demo) build && demo ;;
   --test) build && cd "$build_dir" && ctest --output-on-failure -j1 ;;
   "") ;;
   *) echo "usage: tools/setup.sh [--demo|--test]" >&2; exit 2 ;;

@@ -50,17 +50,24 @@ TEST_CASE("two host threads run kernels on their own devices and streams", "[ops
   auto hx = random_vector<float>(1 << 16), hy = random_vector<float>(1 << 16);
   std::vector<float> got[2];
   int seen_device[2] = {-1, -1};
+  std::exception_ptr failed[2];
   auto work = [&](int dev) {
-    set_current_device(dev);
-    Stream s(true);
-    StreamGuard use(s);
-    auto z = axpy()(4.0f, asarray(hx), asarray(hy));
-    seen_device[dev] = z.array().device();
-    got[dev] = z.get<float>();
+    try {
+      set_current_device(dev);
+      Stream s(true);
+      StreamGuard use(s);
+      auto z = axpy()(4.0f, asarray(hx), asarray(hy));
+      seen_device[dev] = z.array().device();
+      got[dev] = z.get<float>();
+    } catch (...) {
+      failed[dev] = std::current_exception();  // rethrown below, on the test's thread
+    }
   };
   std::thread t0(work, 0), t1(work, 1);
   t0.join();
   t1.join();
+  for (auto& e : failed)
+    if (e) std::rethrow_exception(e);
   auto want = axpy_ref(4.0f, hx, hy);  // powers of two: FMA or not, the same bits
   for (int dev : {0, 1}) {
     CHECK(seen_device[dev] == dev);

@@ -171,14 +171,22 @@ TEST_CASE("each host thread has its own current device and stream", "[runtime][g
   StreamGuard use(mine);
   cudaStream_t other_thread_stream = reinterpret_cast<cudaStream_t>(std::uintptr_t(1));
   int other_thread_device = -1;
-  std::thread t([&] {
-    set_current_device(n - 1);
-    other_thread_device = current_device();
-    other_thread_stream = current_stream_handle();
-    auto h = random_vector<float>(100);
-    CHECK(asarray(h).get<float>() == h);
+  auto h = random_vector<float>(100);
+  std::vector<float> round_trip;
+  std::exception_ptr failed;
+  std::thread t([&] {  // Catch2 assertions are not thread-safe: check on this thread after join
+    try {
+      set_current_device(n - 1);
+      other_thread_device = current_device();
+      other_thread_stream = current_stream_handle();
+      round_trip = asarray(h).get<float>();
+    } catch (...) {
+      failed = std::current_exception();
+    }
   });
   t.join();
+  if (failed) std::rethrow_exception(failed);
+  CHECK(round_trip == h);
   CHECK(other_thread_device == n - 1);
   CHECK(other_thread_stream == nullptr);  // the other thread never chose a stream
   CHECK(current_device() == 0);
