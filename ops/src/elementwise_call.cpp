@@ -196,11 +196,7 @@ struct ByteRange {
 };
 ByteRange byte_range(const ndarray& a) {
   auto base = reinterpret_cast<std::uintptr_t>(a.data());
-  std::int64_t lo = 0, hi = std::int64_t(a.itemsize());
-  for (int d = 0; d < a.ndim(); ++d) {
-    std::int64_t reach = a.strides()[d] * (a.shape()[d] - 1);
-    (reach < 0 ? lo : hi) += reach;
-  }
+  auto [lo, hi] = a.byte_extent();
   return {base + lo, base + hi};
 }
 

@@ -32,16 +32,6 @@ std::int64_t checked_size(const Shape& shape, std::size_t itemsize) {
   return n;
 }
 
-// The byte range [lo, hi) that an array's elements occupy, relative to its first element.
-std::pair<std::int64_t, std::int64_t> byte_extent(const ndarray& a) {
-  std::int64_t lo = 0, hi = 0;
-  for (int i = 0; i < a.ndim(); ++i) {
-    std::int64_t span = (a.shape()[i] - 1) * a.strides()[i];
-    (span < 0 ? lo : hi) += span;
-  }
-  return {lo, hi + std::int64_t(a.itemsize())};
-}
-
 // Resolves a single -1 in a requested shape against a known size.
 Shape resolve_shape(Shape want, std::int64_t size, const Shape& have) {
   int unknown = -1;
@@ -100,6 +90,15 @@ bool ndarray::is_c_contiguous() const noexcept {
     expect *= shape_[i];
   }
   return true;
+}
+
+std::pair<std::int64_t, std::int64_t> ndarray::byte_extent() const noexcept {
+  std::int64_t lo = 0, hi = 0;
+  for (int i = 0; i < ndim(); ++i) {
+    std::int64_t span = (shape_[i] - 1) * strides_[i];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {lo, hi + std::int64_t(itemsize())};
 }
 
 bool ndarray::is_f_contiguous() const noexcept {
@@ -307,7 +306,7 @@ void ndarray::copy_to_host(void* dst) const {
     return;
   }
   // Any other layout: fetch the byte range the view spans, then gather in C order on the host.
-  auto [lo, hi] = byte_extent(*this);
+  auto [lo, hi] = byte_extent();
   std::vector<char> staging(std::size_t(hi - lo));
   KILN_CUDA(cudaMemcpyAsync(staging.data(), static_cast<char*>(data()) + lo, staging.size(),
                             cudaMemcpyDeviceToHost, stream));

@@ -36,6 +36,8 @@ TEST_CASE("C strides are in bytes and contiguity ignores size-1 axes", "[runtime
   CHECK(meta({1, 5, 1}).is_f_contiguous());
   CHECK(meta({}).size() == 1);
   CHECK(meta({}).ndim() == 0);
+  CHECK(a.byte_extent() == std::pair<std::int64_t, std::int64_t>{0, 96});
+  CHECK(a(slice(std::nullopt, std::nullopt, -1)).byte_extent() == std::pair<std::int64_t, std::int64_t>{-48, 48});
   CHECK(meta({3, 0}).size() == 0);
   CHECK(meta({3, 0}).is_c_contiguous());
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -65,6 +66,9 @@ class ndarray {
   const std::shared_ptr<Buffer>& buffer() const noexcept { return buffer_; }
   bool defined() const noexcept { return buffer_ != nullptr || size_ == 0; }
   bool is_c_contiguous() const noexcept;
+  /// Byte offsets [first, last) of the memory the elements occupy, relative to data()
+  /// (first <= 0 with negative strides). For overlap checks and layout-agnostic copies.
+  std::pair<std::int64_t, std::int64_t> byte_extent() const noexcept;
   bool is_f_contiguous() const noexcept;
 
   // ---- views (no copy) ----
