@@ -74,6 +74,14 @@ def cupy_cases():
     out["imul5_1000x500x500_f64"] = ("GB/s", 2 * a.nbytes / ms / 1e6)
     out["imul5_1000x500x500_f64_ms"] = ("ms", ms)
     del a
+    # The strided path: z = x.T + y on 8192^2 float32 (x read through a transposed view).
+    add = cp.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x + y", "add_t")
+    xt = rs.random((8192, 8192), dtype=cp.float32)
+    yt = rs.random((8192, 8192), dtype=cp.float32)
+    zt = cp.empty_like(yt)
+    ms = device_ms(lambda: add(xt.T, yt, zt))
+    out["strided_transpose_8192sq_f32"] = ("GB/s", 3 * zt.nbytes / ms / 1e6)
+    del xt, yt, zt
     # Host cost of a cache-hit elementwise call on 1 element.
     x1, y1 = cp.ones(1, cp.float32), cp.ones(1, cp.float32)
     z1 = cp.empty_like(x1)
