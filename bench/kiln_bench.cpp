@@ -262,6 +262,46 @@ void case_hit_calls() {
   const cudaStream_t s = current_stream_handle();
   const double bare = bench::median_host_us([&] { f.launch(dim3(1), dim3(256), args, 0, s); });
   synchronize_device();
+  // Bursts shorter than the launch queue: the host's own cost per call, not the GPU's
+  // throughput on tiny kernels (which long runs converge to once the queue is full).
+  constexpr int kBurst = 200, kRounds = 51;
+  const double given_b = bench::median_host_us([&] { k(x1, y1, z1); }, kBurst, kRounds);
+  const double alloc_b = bench::median_host_us([&] { ndarray o = k(x1, y1); }, kBurst, kRounds);
+  const double bare_b = bench::median_host_us([&] { f.launch(dim3(1), dim3(256), args, 0, s); },
+                                              kBurst, kRounds);
+  synchronize_device();
+  add_case("hit_call_host_us_given_out_burst", "us", given_b);
+  add_case("hit_call_host_us_alloc_out_burst", "us", alloc_b);
+  add_case("bare_cuLaunchKernel_us_burst", "us", bare_b);
+  add_case("hit_over_bare_burst", "x", given_b / bare_b)
+      .add("alloc_over_bare", alloc_b / bare_b)
+      .add("target", 1.3);
+
+  // Where the hit path's time goes: my_kernel's own binary launched bare (same 4 arguments),
+  // and the runtime queries every call makes.
+  const dtype f32[] = {float32, float32, float32};
+  const auto spec = k.make_spec(f32, {.vector_width = 4});
+  auto my_mod = Module::load(cache::nvrtc_compile(k.compile_request(spec, req.arch)).cubin, dev);
+  const Function mf = my_mod->function("my_kernel");
+  void *px = x1.data(), *py = y1.data(), *pz = z1.data();
+  void* margs[] = {&px, &py, &pz, &n1};
+  const double bare_my = bench::median_host_us(
+      [&] { mf.launch(dim3(1), dim3(256), margs, 0, s); }, kBurst, kRounds);
+  synchronize_device();
+  int sink = 0;
+  const double get_device = bench::median_host_us([&] { cudaGetDevice(&sink); }, kBurst, kRounds);
+  const double cur_stream =
+      bench::median_host_us([&] { sink += current_stream_handle() != nullptr; }, kBurst, kRounds);
+  add_case("bare_my_kernel_launch_us_burst", "us", bare_my)
+      .add("hit_over_bare_my_kernel", given_b / bare_my);
+  add_case("cudaGetDevice_us", "us", get_device);
+  for (int burst : {10, 50, 1000}) {
+    const double b = bench::median_host_us([&] { mf.launch(dim3(1), dim3(256), margs, 0, s); },
+                                           burst, 101);
+    const double g = bench::median_host_us([&] { k(x1, y1, z1); }, burst, 101);
+    add_case(fmt::format("burst{}_bare_my_kernel_us", burst), "us", b).add("kiln_us", g).add("ratio", g / b);
+  }
+  add_case("current_stream_handle_us", "us", cur_stream);
 
   add_case("hit_call_host_us_given_out", "us", given).add("correct", ok);
   add_case("hit_call_host_us_alloc_out", "us", alloc);

@@ -30,11 +30,17 @@ using codegen::OperandKind;
 constexpr int kDefaultBlock = 256;
 
 struct Call {
+  // Only the first nparams entries of the per-parameter arrays are ever used, so only those
+  // are initialised: a call must not pay for kMaxParams of each.
+  Call(const codegen::ElementwiseDefinition& d, int n) : def(d), nparams(n) {
+    std::fill_n(arrays.begin(), n, nullptr);
+    std::fill_n(scalars.begin(), n, nullptr);
+  }
   const codegen::ElementwiseDefinition& def;
   int nparams = 0;
-  std::array<const ndarray*, kMaxParams> arrays{};  // nullptr: scalar
-  std::array<const scalar*, kMaxParams> scalars{};
-  std::array<dtype, kMaxParams> types{};
+  std::array<const ndarray*, kMaxParams> arrays;  // nullptr: scalar
+  std::array<const scalar*, kMaxParams> scalars;
+  std::array<dtype, kMaxParams> types;
   launch_options options;
   int device = 0;
   cudaStream_t stream = nullptr;
@@ -97,7 +103,7 @@ void choose_device(Call& c) {
           c.options.stream->device(), c.device));
     c.stream = c.options.stream->handle();
   } else {
-    c.stream = current_stream_handle();
+    c.stream = current_stream_handle(c.device);
   }
   for (int k = 0; k < c.nparams; ++k)
     if (c.arrays[k] && c.arrays[k]->size() > 0 && c.arrays[k]->device() != c.device)
@@ -384,8 +390,7 @@ void launch(const Call& c, const Plan& plan, const detail::LoadedElementwise& k,
 }  // namespace
 
 kernel_result ElementwiseKernel::call(std::span<const kernel_arg> all_args) const {
-  Call c{*def_, 0, {}, {}, {}, {}, 0, nullptr, {}, 0};
-  c.nparams = int(def_->params.size());
+  Call c(*def_, int(def_->params.size()));
   auto args = take_options(c, all_args);
   bind_arguments(c, args);
   decide_loop_shape(c);

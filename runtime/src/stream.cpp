@@ -73,9 +73,10 @@ Stream current_stream() {
   return Stream(s.handle, dev, s.owner);
 }
 
-cudaStream_t current_stream_handle() {
-  int dev = current_device();
-  return thread_streams().current[checked_device_index(dev)].handle;
+cudaStream_t current_stream_handle() { return current_stream_handle(current_device()); }
+
+cudaStream_t current_stream_handle(int device) {
+  return thread_streams().current[checked_device_index(device)].handle;
 }
 
 StreamGuard::StreamGuard(const Stream& s)

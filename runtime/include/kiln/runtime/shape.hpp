@@ -18,7 +18,13 @@ inline constexpr int kMaxNdim = 32;
 class Shape {
  public:
   using value_type = std::int64_t;
-  constexpr Shape() = default;
+  Shape() noexcept {}  // storage past size() stays uninitialised: shapes are built on hot paths
+  Shape(const Shape& o) noexcept : n_(o.n_) { std::copy_n(o.d_.data(), n_, d_.data()); }
+  Shape& operator=(const Shape& o) noexcept {
+    n_ = o.n_;
+    std::copy_n(o.d_.data(), n_, d_.data());
+    return *this;
+  }
   Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.end()); }
   explicit Shape(std::span<const std::int64_t> dims) { assign(dims.begin(), dims.end()); }
   /// `ndim` copies of `value`.
@@ -49,8 +55,8 @@ class Shape {
   void assign(It first, It last) {
     for (; first != last; ++first) push_back(*first);
   }
-  std::array<std::int64_t, kMaxNdim> d_{};
   std::uint8_t n_ = 0;
+  std::array<std::int64_t, kMaxNdim> d_;  // only the first n_ are meaningful (and copied)
 };
 
 /// Number of elements: the product of the dimensions (1 for a 0-d shape).

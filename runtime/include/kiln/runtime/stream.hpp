@@ -46,6 +46,8 @@ class Stream {
 Stream current_stream();
 /// Just the handle; the cheap form used on launch paths.
 cudaStream_t current_stream_handle();
+/// The handle of this thread's current stream on `device` (which the caller knows is valid).
+cudaStream_t current_stream_handle(int device);
 
 /// Makes `s` the current stream of its device on this thread for a scope (and makes its device
 /// current), restoring both afterwards.

@@ -1,0 +1,73 @@
+// Where does a cache-hit ElementwiseKernel call spend its host time? A SIGPROF sampling
+// profile of a loop of hit calls; prints one sampled program-counter offset per line
+// (relative to this executable's load address, or "other" outside it). Symbolize offline:
+//   hit_path_profile > pcs.txt && grep -v other pcs.txt | addr2line -f -C -e hit_path_profile
+#include <link.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <ucontext.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdint>
+#include <vector>
+
+#include <kiln/kiln.hpp>
+
+namespace {
+
+std::uintptr_t g_lo = 0, g_hi = 0, g_base = 0;
+std::uintptr_t g_samples[1 << 16];
+std::atomic<int> g_count{0};
+
+void on_prof(int, siginfo_t*, void* ctx) {
+  auto pc = std::uintptr_t(static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs[REG_RIP]);
+  int i = g_count.fetch_add(1);
+  if (i < int(sizeof g_samples / sizeof g_samples[0])) g_samples[i] = pc;
+}
+
+int find_main_object(dl_phdr_info* info, std::size_t, void*) {
+  if (info->dlpi_name && info->dlpi_name[0]) return 0;  // the executable has an empty name
+  g_base = info->dlpi_addr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+      g_lo = g_base + ph.p_vaddr;
+      g_hi = g_lo + ph.p_memsz;
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+int main() {
+  if (kiln::device_count() == 0) return std::puts("no GPU"), 0;
+  const kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z",
+                                  "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
+  auto x = kiln::asarray<float>({1.f}), y = kiln::asarray<float>({2.f});
+  auto z = kiln::empty({1}, kiln::float32);
+  k(x, y, z);
+  kiln::synchronize_device();
+  dl_iterate_phdr(find_main_object, nullptr);
+  struct sigaction sa {};
+  sa.sa_sigaction = on_prof;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(SIGPROF, &sa, nullptr);
+  itimerval t{{0, 200}, {0, 200}};  // every 200 us of CPU time
+  setitimer(ITIMER_PROF, &t, nullptr);
+  for (int round = 0; round < 4000; ++round) {
+    for (int i = 0; i < 200; ++i) k(x, y, z);
+    kiln::current_stream().synchronize();
+  }
+  itimerval off{};
+  setitimer(ITIMER_PROF, &off, nullptr);
+  int n = std::min<int>(g_count.load(), int(sizeof g_samples / sizeof g_samples[0]));
+  for (int i = 0; i < n; ++i) {
+    if (g_samples[i] >= g_lo && g_samples[i] < g_hi)
+      std::printf("0x%zx\n", std::size_t(g_samples[i] - g_base));
+    else
+      std::printf("other\n");
+  }
+  return 0;
+}
