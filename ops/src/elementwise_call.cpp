@@ -381,9 +381,12 @@ void launch(const Call& c, const Plan& plan, const detail::LoadedElementwise& k,
     const std::int64_t nvec = c.size / s.vector_width;
     items = std::max(ceil_div(nvec, s.unroll), c.size - nvec * s.vector_width);
   }
-  const std::int64_t resident =
-      std::int64_t(k.multiprocessor_count) * std::max(1, k.max_threads_per_multiprocessor / block);
-  const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(items, block), 1, std::max<std::int64_t>(resident, 1));
+  // One thread per item (a vector or a scalar), the grid-stride loop only covering loops past
+  // the grid limit. Capping the grid at the resident blocks (SMs x blocks per SM) and striding
+  // measured slower on an H200: my_kernel 4.10 vs 4.37 TB/s, x *= 5 3.92 vs 4.17, x.T + y 1.40
+  // vs 1.66 (caps of 4, 16 and 64 waves fell in between, in order).
+  constexpr std::int64_t kMaxGrid = 0x7fffffff;
+  const std::int64_t grid = std::clamp<std::int64_t>(ceil_div(items, block), 1, kMaxGrid);
   k.function.launch(dim3(unsigned(grid)), dim3(unsigned(block)), args.argv(), 0, c.stream);
 }
 

@@ -52,8 +52,6 @@ LoadedElementwise load(const codegen::ElementwiseDefinition& def,
   out.module = Module::load(bin.cubin, device);
   out.function = out.module->function(def.name);
   out.max_threads_per_block = out.function.max_threads_per_block();
-  out.multiprocessor_count = props.multiprocessor_count;
-  out.max_threads_per_multiprocessor = props.max_threads_per_multiprocessor;
   return out;
 }
 

@@ -17,8 +17,6 @@ struct LoadedElementwise {
   std::shared_ptr<Module> module;
   Function function;
   int max_threads_per_block = 0;
-  int multiprocessor_count = 0;
-  int max_threads_per_multiprocessor = 0;
 };
 
 /// The loaded kernel for (definition, spec, device): from memory, or generated, compiled
