@@ -350,13 +350,9 @@ ndarray zeros_like(const ndarray& a) { return zeros(a.shape(), a.dtype(), like_o
 ndarray zeros_like(const ndarray& a, dtype t) { return zeros(a.shape(), t, like_order(a)); }
 
 ndarray asarray(const std::vector<bool>& data, std::optional<Shape> shape) {
-  std::vector<std::uint8_t> bytes(data.begin(), data.end());
-  Shape s = shape ? *shape : Shape{std::int64_t(data.size())};
-  if (shape_size(s) != std::int64_t(data.size()))
-    throw ShapeError(fmt::format("asarray: {} elements cannot take shape {}", data.size(), s.str()));
-  ndarray a(s, bool_);
-  a.copy_from_host(bytes.data());
-  return a;
+  // One byte per element, as the device stores bool; the uint8 overload checks the shape.
+  const std::vector<std::uint8_t> bytes(data.begin(), data.end());
+  return asarray(bytes, shape).view(bool_);
 }
 
 void copy_contiguous(const ndarray& src, ndarray& dst) {
