@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "kiln/codegen/device_header.hpp"
+#include "kiln/codegen/kernel_abi.hpp"
 #include "kiln/codegen/operation_analysis.hpp"
 
 namespace kiln::codegen {
@@ -50,7 +51,7 @@ DeviceHeaderNeeds needs_of(const ElementwiseSpec& s) {
 }
 
 std::string other_user_code(const ElementwiseDefinition& def) {
-  return def.code.preamble + "\n" + def.code.loop_prep + "\n" + def.code.after_loop + "\n" +
+  return def.preamble + "\n" + def.loop_prep + "\n" + def.after_loop + "\n" +
          def.macros.lines;
 }
 
@@ -58,23 +59,10 @@ std::string other_user_code(const ElementwiseDefinition& def) {
 
 std::string kernel_param(const ElementwiseDefinition& def, const ElementwiseSpec& s, int k) {
   const Param& p = def.params[std::size_t(k)];
-  const char* konst = p.is_output ? "" : "const ";
-  switch (s.kind(k)) {
-    case OperandKind::scalar:
-      return fmt::format("const {} {}{}", ctype(s, k), p.raw ? "" : "kiln_p_", p.name);
-    case OperandKind::uniform:
-      return fmt::format("const {}* kiln_p_{}", ctype(s, k), p.name);
-    case OperandKind::raw_array: {
-      const auto& o = s.params[std::size_t(k)];
-      return fmt::format("const kiln_carray<{}, {}, {}, kiln_idx> {}", ctype(s, k), o.raw_ndim,
-                         o.raw_contiguous ? "true" : "false", p.name);
-    }
-    case OperandKind::array:
-    default:
-      if (s.layout == Layout::strided)
-        return fmt::format("const kiln_strided<{}, kiln_idx> kiln_p_{}", int(s.ndim), p.name);
-      return fmt::format("{}{}* kiln_p_{}", konst, ctype(s, k), p.name);
-  }
+  // Raw parameters keep the user's name (x.size(), x[i]); loop operands are read through
+  // kiln_p_<name> and reach the operation as its element.
+  const bool user_name = s.kind(k) == OperandKind::raw_array || (s.kind(k) == OperandKind::scalar && p.raw);
+  return fmt::format("{} {}{}", abi_type(elementwise_arg(s, k, p.is_output)), user_name ? "" : "kiln_p_", p.name);
 }
 
 bool is_loop_operand(const ElementwiseSpec& s, const Param& p, int k) {
@@ -85,10 +73,8 @@ bool is_loop_operand(const ElementwiseSpec& s, const Param& p, int k) {
 void emit_signature(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   w.line("extern \"C\" __global__ void {}(", def.name);
   for (int k = 0; k < s.nparams; ++k) w.line("    {},", kernel_param(def, s, k));
-  if (s.layout == Layout::strided)
-    w.line("    const kiln_idx kiln_n, const kiln_dims<{}, kiln_idx> kiln_shape) {{", int(s.ndim));
-  else
-    w.line("    const kiln_idx kiln_n) {{");
+  w.line("    {} kiln_n{}", abi_type(elementwise_arg(s, s.nparams)), s.layout == Layout::strided ? "," : ") {");
+  if (s.layout == Layout::strided) w.line("    {} kiln_shape) {{", abi_type(elementwise_arg(s, s.nparams + 1)));
 }
 
 // The user's operation as a lambda: one copy of the text (one set of #line-mapped errors)
@@ -104,7 +90,7 @@ void emit_body_lambda(SourceWriter& w, const ElementwiseDefinition& def, const E
   }
   w.line("  auto kiln_body = [&]({}) {{", params);
   w.line("    (void)_ind; (void)i;");
-  w.user("operation", def.code.operation);
+  w.user("operation", def.operation);
   w.line("  ;}};");
 }
 
@@ -226,22 +212,28 @@ void emit_placeholder_typedefs(SourceWriter& w, const ElementwiseDefinition& def
 }  // namespace
 
 bool output_needs_load(const ElementwiseDefinition& def, int k) {
-  return !writes_before_reading(def.code.operation, def.output(k).name, other_user_code(def));
+  return !writes_before_reading(def.operation, def.output(k).name, other_user_code(def));
 }
 
-std::size_t elementwise_arg_size(const ElementwiseSpec& s, int k) {
-  const std::size_t idx = s.index_bits == 64 ? 8 : 4;
+AbiArg elementwise_arg(const ElementwiseSpec& s, int k, bool is_output) {
+  if (k == s.nparams) return {.kind = AbiKind::index};
+  if (k == s.nparams + 1) return {.kind = AbiKind::dims, .ndim = s.ndim};
+  const auto& o = s.params[std::size_t(k)];
+  const dtype t = s.param_dtype(k);
   switch (s.kind(k)) {
-    case OperandKind::scalar: return s.param_dtype(k).itemsize();
-    case OperandKind::uniform: return 8;
-    case OperandKind::raw_array: {
-      std::size_t nd = std::max<std::size_t>(s.params[std::size_t(k)].raw_ndim, 1);
-      return (8 + idx * (1 + 2 * nd) + 7) / 8 * 8;
-    }
+    case OperandKind::scalar: return {.kind = AbiKind::value, .type = t};
+    case OperandKind::uniform: return {.kind = AbiKind::pointer, .type = t};
+    case OperandKind::raw_array:
+      return {.kind = AbiKind::raw_array, .type = t, .ndim = o.raw_ndim, .contiguous = o.raw_contiguous != 0};
     case OperandKind::array:
     default:
-      return s.layout == Layout::strided ? (8 + idx * s.ndim + 7) / 8 * 8 : 8;
+      if (s.layout == Layout::strided) return {.kind = AbiKind::strided, .type = t, .ndim = s.ndim};
+      return {.kind = AbiKind::pointer, .type = t, .writable = is_output};
   }
+}
+
+int elementwise_arg_count(const ElementwiseSpec& s) {
+  return s.nparams + (s.layout == Layout::strided ? 2 : 1);
 }
 
 std::string emit_elementwise(const ElementwiseDefinition& def, const ElementwiseSpec& s) {
@@ -252,18 +244,18 @@ std::string emit_elementwise(const ElementwiseDefinition& def, const Elementwise
   w.line("// ---- user code ----");
   w.user("options", def.macros.lines);
   emit_placeholder_typedefs(w, def, s);
-  w.user("preamble", def.code.preamble);
+  w.user("preamble", def.preamble);
   emit_signature(w, def, s);
   w.line("  const kiln_loop_index<kiln_idx> _ind{{kiln_n, 0}};");
   w.line("  (void)_ind;");
-  w.user("loop_prep", def.code.loop_prep);
+  w.user("loop_prep", def.loop_prep);
   emit_body_lambda(w, def, s);
   emit_uniform_loads(w, def, s);
   w.line("  const kiln_uidx kiln_tid = kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x;");
   w.line("  const kiln_uidx kiln_nthreads = kiln_uidx(gridDim.x) * blockDim.x;");
   if (s.layout == Layout::strided) emit_strided(w, def, s);
   else emit_contiguous(w, def, s);
-  w.user("after_loop", def.code.after_loop);
+  w.user("after_loop", def.after_loop);
   w.line("}}");
   return w.take();
 }

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <string_view>
 
+#include <fmt/format.h>
+
+#include "kiln/runtime/error.hpp"
+
 namespace kiln::codegen {
 namespace {
 
@@ -15,6 +19,14 @@ bool user_sets(const std::vector<std::string>& opts, std::initializer_list<std::
 }  // namespace
 
 std::vector<std::string> with_nvrtc_defaults(std::vector<std::string> user_options) {
+  for (const auto& o : user_options)
+    if (o.starts_with("-arch") || o.starts_with("--gpu-architecture") || o == "-code" ||
+        o.starts_with("-code=") || o.starts_with("--gpu-code"))
+      throw ValueError(fmt::format(
+          "NVRTC option '{}': kiln compiles each kernel for the architecture of the device it "
+          "runs on; to build for another architecture ahead of time use compile_for(spec, "
+          "arch) or `kiln-cache --arch`",
+          o));
   std::vector<std::string> out;
   if (!user_sets(user_options, {"--std", "-std"})) out.push_back("--std=c++17");
   if (!user_sets(user_options, {"-ftz", "--ftz"})) out.push_back("-ftz=true");

@@ -14,7 +14,7 @@ struct Binding {
   int by = -1;  // parameter index that bound it; -1 while unbound
 };
 
-void bind(const ElementwiseDefinition& def, int k, const ArgInfo& a,
+void bind(const KernelDefinition& def, int k, const ArgInfo& a,
           std::array<Binding, kMaxParams>& bound) {
   const Param& p = def.params[std::size_t(k)];
   if (!a.is_array) return;
@@ -40,7 +40,7 @@ void bind(const ElementwiseDefinition& def, int k, const ArgInfo& a,
 
 }  // namespace
 
-void resolve_param_types(const ElementwiseDefinition& def, std::span<const ArgInfo> args,
+void resolve_param_types(const KernelDefinition& def, std::span<const ArgInfo> args,
                          std::span<dtype> out) {
   std::array<Binding, kMaxParams> bound{};
   const int n = int(def.params.size());

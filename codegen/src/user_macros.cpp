@@ -59,6 +59,7 @@ SplitOptions split_user_macros(const std::vector<std::string>& options) {
       value = options[++i];
     }
     out.macros.lines += kind == 'D' ? define_line(value) : undef_line(value);
+    if (kind == 'D') out.macros.names.emplace_back(value.substr(0, value.find_first_of("=(")));
   }
   return out;
 }

@@ -1,4 +1,5 @@
 #include "kiln/ops/creation.hpp"
+#include "kiln/ops/copying.hpp"
 
 #include <cmath>
 

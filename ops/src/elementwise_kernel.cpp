@@ -1,13 +1,41 @@
 #include "kiln/ops/elementwise_kernel.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/codegen/elementwise_emitter.hpp"
 #include "kiln/codegen/type_resolution.hpp"
 #include "kiln/runtime/error.hpp"
+#include "kiln/runtime/shape.hpp"
 
 namespace kiln {
+namespace {
+
+using codegen::Layout;
+using codegen::OperandKind;
+
+std::string allowed_widths(int max_width) {
+  std::string s;
+  for (int w = 1; w <= max_width; w *= 2) s += (s.empty() ? "" : ", ") + std::to_string(w);
+  return s;
+}
+
+void check_range(const std::string& kernel, const char* field, int v, int lo, int hi) {
+  if (v < lo || v > hi)
+    throw ValueError(fmt::format("kernel '{}': layout {} {} is outside {}..{}", kernel, field, v, lo, hi));
+}
+
+// Widest dtype among array operands: what a 16-byte vector must hold a whole number of.
+std::size_t widest_array_item(const codegen::ElementwiseSpec& spec) {
+  std::size_t widest = 1;
+  for (int k = 0; k < spec.nparams; ++k)
+    if (spec.kind(k) == OperandKind::array) widest = std::max(widest, spec.param_dtype(k).itemsize());
+  return widest;
+}
+
+}  // namespace
 
 ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_view out_params,
                                      std::string operation, std::string_view name,
@@ -29,6 +57,15 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   if (arg_dtypes.size() != std::size_t(def.nin) && arg_dtypes.size() != n)
     throw TypeError(fmt::format("kernel '{}': make_spec takes {} or {} dtypes, got {}", def.name,
                                 def.nin, n, arg_dtypes.size()));
+  if (layout.layout != Layout::contiguous && layout.layout != Layout::strided)
+    throw ValueError(fmt::format("kernel '{}': layout must be contiguous or strided", def.name));
+  const bool strided = layout.layout == Layout::strided;
+  check_range(def.name, "ndim", layout.ndim, strided ? 1 : 0, kMaxNdim);
+  check_range(def.name, "raw_ndim", layout.raw_ndim, 0, kMaxNdim);
+  if (layout.index_bits != 32 && layout.index_bits != 64)
+    throw ValueError(fmt::format("kernel '{}': layout index_bits {} must be 32 or 64", def.name,
+                                 layout.index_bits));
+
   std::array<codegen::ArgInfo, codegen::kMaxParams> info{};
   for (std::size_t k = 0; k < arg_dtypes.size(); ++k) info[k] = {arg_dtypes[k], true};
   std::array<dtype, codegen::kMaxParams> types{};
@@ -36,15 +73,61 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
 
   codegen::ElementwiseSpec spec;
   spec.layout = layout.layout;
-  spec.ndim = std::uint8_t(layout.layout == codegen::Layout::strided ? layout.ndim : 1);
+  spec.ndim = std::uint8_t(strided ? layout.ndim : 1);
   spec.index_bits = std::uint8_t(layout.index_bits);
-  spec.vector_width = std::uint8_t(layout.layout == codegen::Layout::contiguous ? layout.vector_width : 1);
   spec.nparams = std::uint8_t(n);
   for (std::size_t k = 0; k < n; ++k)
-    spec.set_param(int(k), types[k],
-                   def.params[k].raw ? codegen::OperandKind::raw_array : codegen::OperandKind::array,
+    spec.set_param(int(k), types[k], def.params[k].raw ? OperandKind::raw_array : OperandKind::array,
                    layout.raw_ndim, true);
+  const int max_width = int(16 / widest_array_item(spec));
+  const int w = layout.vector_width;
+  if (strided ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
+    throw ValueError(fmt::format(
+        "kernel '{}': layout vector_width {} is not possible here: {} (a vector load is at most 16 "
+        "bytes)",
+        def.name, w,
+        strided ? std::string("strided kernels take 1")
+                : fmt::format("allowed {} for these dtypes", allowed_widths(max_width))));
+  spec.vector_width = std::uint8_t(w);
   return spec;
+}
+
+std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target& t) const {
+  for (int s : t.scalar_inputs)
+    if (s < 0 || s >= nin())
+      throw ValueError(fmt::format("kernel '{}': scalar input {} is not an input (0..{})", name(), s,
+                                   nin() - 1));
+  auto with_scalars = [&](codegen::ElementwiseSpec spec) {
+    for (int s : t.scalar_inputs) spec.set_param(s, spec.param_dtype(s), OperandKind::scalar);
+    return spec;
+  };
+  if (t.only) return {with_scalars(make_spec(t.dtypes, *t.only))};
+  check_range(name(), "max_ndim", t.max_ndim, 1, kMaxNdim);
+  std::vector<codegen::ElementwiseSpec> out;
+  std::vector<int> index_bits{32};
+  if (t.index64) index_bits.push_back(64);
+  // Vector widths depend on which parameters are arrays: probe with width 1 first.
+  const auto probe = with_scalars(make_spec(t.dtypes, {.raw_ndim = t.raw_ndim}));
+  const int max_width = int(16 / widest_array_item(probe));
+  for (int bits : index_bits) {
+    for (int w = 1; w <= max_width; w *= 2) {
+      auto spec = probe;
+      spec.index_bits = std::uint8_t(bits);
+      spec.vector_width = std::uint8_t(w);
+      out.push_back(spec);
+    }
+    for (int nd = 1; nd <= t.max_ndim; ++nd)
+      out.push_back(with_scalars(make_spec(
+          t.dtypes, {.layout = Layout::strided, .ndim = nd, .index_bits = bits, .raw_ndim = t.raw_ndim})));
+  }
+  return out;
+}
+
+std::vector<cache::CompileRequest> ElementwiseKernel::compile_requests(const aot_target& t,
+                                                                       int arch) const {
+  std::vector<cache::CompileRequest> out;
+  for (const auto& spec : specs(t)) out.push_back(compile_request(spec, arch));
+  return out;
 }
 
 std::string ElementwiseKernel::source(const codegen::ElementwiseSpec& spec) const {

@@ -18,8 +18,4 @@ void throw_cuda_error(cudaError_t code, const char* call) {
   throw CudaError(what, int(code));
 }
 
-void throw_driver_error(int code, const char* call) {
-  throw CudaError(fmt::format("{} failed with CUresult {}", call, code), code);
-}
-
 }  // namespace kiln::detail

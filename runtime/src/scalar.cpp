@@ -25,7 +25,7 @@ void store_integer(const scalar& s, std::int64_t i, std::uint64_t u, bool is_uns
                           : (i >= 0 ? std::uint64_t(i) <= std::uint64_t(L::max())
                                     : L::is_signed && i >= std::int64_t(L::min()));
   if (!fits)
-    throw ValueError(fmt::format("Python integer {} out of bounds for {}", s.str(), t.name()));
+    throw ValueError(fmt::format("integer {} does not fit {}", s.str(), t.name()));
   put<T>(dst, is_unsigned ? T(u) : T(i));
 }
 

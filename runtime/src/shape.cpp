@@ -56,11 +56,17 @@ Shape c_strides(const Shape& shape, std::int64_t itemsize) {
   return st;
 }
 
-Shape broadcast_shapes(std::span<const Shape> shapes) {
+namespace {
+const Shape& deref(const Shape& s) { return s; }
+const Shape& deref(const Shape* s) { return *s; }
+
+template <class S>
+Shape broadcast_all(std::span<S> shapes) {
   int nd = 0;
-  for (const auto& s : shapes) nd = std::max(nd, s.size());
+  for (const auto& s : shapes) nd = std::max(nd, deref(s).size());
   Shape out = Shape::filled(nd, 1);
-  for (const auto& s : shapes) {
+  for (const auto& sp : shapes) {
+    const Shape& s = deref(sp);
     for (int i = 0; i < s.size(); ++i) {
       std::int64_t d = s[i];
       std::int64_t& o = out[nd - s.size() + i];
@@ -70,12 +76,16 @@ Shape broadcast_shapes(std::span<const Shape> shapes) {
         continue;
       }
       std::string all;
-      for (const auto& t : shapes) all += (all.empty() ? "" : " ") + t.str();
+      for (const auto& t : shapes) all += (all.empty() ? "" : " ") + deref(t).str();
       throw ShapeError("operands could not be broadcast together with shapes " + all);
     }
   }
   return out;
 }
+}  // namespace
+
+Shape broadcast_shapes(std::span<const Shape> shapes) { return broadcast_all(shapes); }
+Shape broadcast_shapes(std::span<const Shape* const> shapes) { return broadcast_all(shapes); }
 
 int normalize_axis(std::int64_t axis, int ndim) {
   if (axis < -ndim || axis >= ndim)

@@ -139,15 +139,21 @@ TEST_CASE("NVRTC errors in user code point at the user's own lines", "[codegen]"
   }
 }
 
-TEST_CASE("kernel argument sizes follow the ABI", "[codegen]") {
+TEST_CASE("elementwise kernels declare each parameter with its ABI type", "[codegen]") {
   ElementwiseKernel k("T x, raw T r, T s", "T z", "z = x", "abi");
   auto spec = k.make_spec(std::vector<dtype>{complex128, complex128, complex128},
                           {.layout = Layout::strided, .ndim = 3, .index_bits = 32, .raw_ndim = 2});
   spec.set_param(2, complex128, OperandKind::scalar);
-  CHECK(codegen::elementwise_arg_size(spec, 0) == 8 + 3 * 4 + 4);  // ptr + 3 strides, padded
-  CHECK(codegen::elementwise_arg_size(spec, 1) == 8 + 4 + 2 * 2 * 4 + 4);
-  CHECK(codegen::elementwise_arg_size(spec, 2) == 16);
-  spec.index_bits = 64;
-  CHECK(codegen::elementwise_arg_size(spec, 0) == 8 + 3 * 8);
-  CHECK(codegen::elementwise_arg_size(spec, 1) == 8 + 8 + 2 * 2 * 8);
+  const std::string src = k.source(spec);
+  CHECK_THAT(src, Catch::Contains("const kiln_strided<3, kiln_idx> kiln_p_x,"));
+  CHECK_THAT(src, Catch::Contains("const kiln_carray<complex<double>, 2, true, kiln_idx> r,"));
+  CHECK_THAT(src, Catch::Contains("const complex<double> kiln_p_s,"));
+  CHECK_THAT(src, Catch::Contains("const kiln_idx kiln_n,"));
+  CHECK_THAT(src, Catch::Contains("const kiln_dims<3, kiln_idx> kiln_shape)"));
+  CHECK(codegen::elementwise_arg_count(spec) == 6);
+  CHECK(codegen::elementwise_arg(spec, 5).kind == codegen::AbiKind::dims);
+  auto contiguous = k.make_spec(std::vector<dtype>{float32, float32, float32});
+  CHECK_THAT(k.source(contiguous), Catch::Contains("float* kiln_p_z,"));
+  CHECK_THAT(k.source(contiguous), Catch::Contains("const float* kiln_p_x,"));
+  CHECK(codegen::elementwise_arg_count(contiguous) == 5);
 }

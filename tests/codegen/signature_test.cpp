@@ -119,8 +119,30 @@ TEST_CASE("definition hashes change with any part of the definition", "[codegen]
   auto c = make_elementwise_definition("T x", "T y", {"y = x + 1"}, "k", {});
   auto d = make_elementwise_definition("T x", "T y", {"y = x"}, "k", {"-DX=1"});
   auto e = make_elementwise_definition("T x", "T y", {"y = x", "// preamble"}, "k", {});
-  CHECK((a.hash_hi == b.hash_hi && a.hash_lo == b.hash_lo));
-  for (const auto* other : {&c, &d, &e}) CHECK_FALSE((a.hash_hi == other->hash_hi && a.hash_lo == other->hash_lo));
+  auto f = make_elementwise_definition("T x", "T y", {"y = x", "", "", "// after"}, "k", {});
+  auto g = make_elementwise_definition("T x", "T y", {"y = x"}, "k2", {});
+  CHECK(a.hash == b.hash);
+  for (const auto* other : {&c, &d, &e, &f, &g}) CHECK_FALSE(a.hash == other->hash);
+}
+
+TEST_CASE("a -D option naming a parameter, placeholder or the kernel is a SignatureError", "[codegen]") {
+  CHECK_THROWS_WITH(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {"-Dx=5"}),
+                    Catch::Contains("option -Dx names a parameter"));
+  CHECK_THROWS_AS(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {"-D", "T"}), SignatureError);
+  CHECK_THROWS_AS(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {"-Dk=other"}), SignatureError);
+  CHECK_NOTHROW(make_elementwise_definition("T x", "T y", {"y = x + N"}, "k", {"-DN=5"}));
+}
+
+TEST_CASE("an architecture option is refused: kiln compiles for the device's architecture", "[codegen]") {
+  for (const char* o : {"-arch=sm_80", "--gpu-architecture=compute_80", "-arch"})
+    CHECK_THROWS_WITH(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {o}),
+                      Catch::Contains("kiln-cache --arch"));
+}
+
+TEST_CASE("an empty or blank operation is a SignatureError", "[codegen]") {
+  for (const char* op : {"", "   ", "\n\t "})
+    CHECK_THROWS_WITH(make_elementwise_definition("T x", "T y", {op}, "k", {}),
+                      Catch::Contains("the operation is empty"));
 }
 
 TEST_CASE("user -D and -U options become source lines, the rest stays NVRTC options", "[codegen]") {

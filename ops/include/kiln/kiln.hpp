@@ -9,5 +9,7 @@
 #include "kiln/runtime/scalar.hpp"
 #include "kiln/runtime/shape.hpp"
 #include "kiln/runtime/stream.hpp"
+#include "kiln/ops/copying.hpp"
 #include "kiln/ops/creation.hpp"
+#include "kiln/ops/ahead_of_time.hpp"
 #include "kiln/ops/elementwise_kernel.hpp"

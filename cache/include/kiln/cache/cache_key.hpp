@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "kiln/cache/compile_request.hpp"
+#include "kiln/runtime/hash128.hpp"
 
 namespace kiln::cache {
 
@@ -20,23 +21,9 @@ namespace kiln::cache {
 /// misses, and old files are never misread as new ones.
 inline constexpr std::uint32_t kCacheFormatVersion = 1;
 
-struct Key {
-  std::uint64_t hi = 0, lo = 0;
-
-  /// 32 lowercase hex digits, hi first. Used for file names.
-  std::string hex() const;
-  /// Inverse of hex(); nullopt unless `s` is exactly 32 hex digits.
-  static std::optional<Key> from_hex(std::string_view s);
-
-  friend bool operator==(const Key&, const Key&) = default;
-};
-
-struct KeyHash {
-  std::size_t operator()(const Key& k) const noexcept {
-    // The key is already a good hash; folding hi in keeps both halves relevant.
-    return static_cast<std::size_t>(k.lo ^ (k.hi * 0x9e3779b97f4a7c15ull));
-  }
-};
+/// A cache key is kiln's one 128-bit hash (hex() names the entry's files).
+using Key = kiln::Hash128;
+using KeyHash = kiln::Hash128Hash;
 
 /// Key for `req` compiled by the NVRTC loaded in this process (nvrtc_version().full).
 Key cache_key(const CompileRequest& req);

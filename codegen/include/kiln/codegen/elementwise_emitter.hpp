@@ -3,17 +3,16 @@
 //
 //   std::string src = emit_elementwise(def, spec);   // extern "C" __global__ void <name>(...)
 //
-// Kernel ABI (what the host passes, one kernel argument per line, in this order):
+// Kernel arguments (kernel_abi.hpp spells and sizes each kind), in this order:
 //   for each parameter k (inputs, then outputs), by spec.kind(k):
-//     scalar     T            the value, converted to the parameter's dtype
-//     array      contiguous: T* (element 0);  strided: kiln_strided<ndim, I> {char* p; I s[ndim];}
-//                (byte strides over the collapsed loop dims)
-//     uniform    const T*     the one element
-//     raw_array  kiln_carray<T, nd, contig, I> {T* data; I size; I shape[max(nd,1)];
-//                I strides[max(nd,1)];}   (byte strides)
-//   then  I n                 the loop size
-//   then, strided only: kiln_dims<ndim, I> {I v[ndim];}  the collapsed loop shape
-// where I is int (index_bits 32) or long long (64). `elementwise_arg_size` gives each size.
+//     scalar     value      the value, converted to the parameter's dtype
+//     array      contiguous: pointer (element 0);  strided: strided over the collapsed dims
+//     uniform    pointer    the one element
+//     raw_array  raw_array  the whole array
+//   then  index             the loop size
+//   then, strided only: dims   the collapsed loop shape
+// elementwise_arg(spec, k) describes argument k; host packing and the emitted declarations
+// both come from it.
 //
 // User code is wrapped in #line directives, so NVRTC reports `operation(2): error: ...`,
 // `preamble(5)`, `loop_prep(1)`, `after_loop(1)`.
@@ -22,6 +21,7 @@
 
 #include "kiln/codegen/elementwise_definition.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"
+#include "kiln/codegen/kernel_abi.hpp"
 
 namespace kiln::codegen {
 
@@ -31,7 +31,10 @@ std::string emit_elementwise(const ElementwiseDefinition& def, const Elementwise
 /// vectorized path (see operation_analysis.hpp).
 bool output_needs_load(const ElementwiseDefinition& def, int k);
 
-/// Byte size of kernel argument `k` (parameter k, as in the ABI above).
-std::size_t elementwise_arg_size(const ElementwiseSpec& spec, int k);
+/// Kernel argument k as in the list above: k < nparams a parameter (is_output makes an
+/// array pointer writable), then the loop size, then (strided) the loop shape.
+AbiArg elementwise_arg(const ElementwiseSpec& spec, int k, bool is_output = false);
+/// How many kernel arguments a kernel of this spec takes.
+int elementwise_arg_count(const ElementwiseSpec& spec);
 
 }  // namespace kiln::codegen

@@ -1,7 +1,8 @@
 #pragma once
 // kiln's default NVRTC options for generated kernels, CuPy's: "--std=c++17" and
 // "-ftz=true" (flush float32 denormals to zero, as CuPy's kernels do). A user option of the
-// same kind replaces the default (e.g. "--std=c++20", "-ftz=false").
+// same kind replaces the default (e.g. "--std=c++20", "-ftz=false"). An architecture option
+// (-arch, --gpu-architecture, -code) is a ValueError: kiln picks the device's architecture.
 //
 //   with_nvrtc_defaults({"--use_fast_math"});   // {"--std=c++17", "-ftz=true", "--use_fast_math"}
 #include <string>

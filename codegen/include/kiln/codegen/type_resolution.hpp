@@ -12,7 +12,7 @@
 // expected, or the placeholder no array could bind.
 #include <span>
 
-#include "kiln/codegen/elementwise_definition.hpp"
+#include "kiln/codegen/kernel_definition.hpp"
 #include "kiln/runtime/dtype.hpp"
 
 namespace kiln::codegen {
@@ -26,7 +26,7 @@ struct ArgInfo {
 
 /// args and out have one entry per parameter (inputs, then outputs). Allocation-free unless
 /// it throws.
-void resolve_param_types(const ElementwiseDefinition& def, std::span<const ArgInfo> args,
+void resolve_param_types(const KernelDefinition& def, std::span<const ArgInfo> args,
                          std::span<dtype> out);
 
 }  // namespace kiln::codegen

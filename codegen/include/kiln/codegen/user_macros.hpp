@@ -7,13 +7,15 @@
 //   auto m = split_user_macros({"-DX=1", "--std=c++17", "-D", "N", "-UFOO"});
 //   m.nvrtc_options;  // {"--std=c++17"}
 //   m.macros.lines;   // "#define X 1\n#define N 1\n#undef FOO\n"
+//   m.macros.names;   // {"X", "N"}
 #include <string>
 #include <vector>
 
 namespace kiln::codegen {
 
 struct UserMacros {
-  std::string lines;  // "#define X 1\n..."
+  std::string lines;               // "#define X 1\n..."
+  std::vector<std::string> names;  // the names -D defines, in order
 };
 
 struct SplitOptions {

@@ -42,6 +42,7 @@
 #include "kiln/cache/compile_request.hpp"
 #include "kiln/codegen/elementwise_definition.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"
+#include "kiln/ops/ahead_of_time.hpp"
 #include "kiln/ops/kernel_arg.hpp"
 #include "kiln/ops/kernel_result.hpp"
 #include "kiln/ops/launch_options.hpp"
@@ -61,15 +62,6 @@ struct elementwise_options {
   bool return_tuple = false;
   /// NVRTC options, e.g. {"--use_fast_math", "-DMY_FLAG=2"}.
   std::vector<std::string> options;
-};
-
-/// Layout choice for ahead-of-time generation (no arrays, no GPU): see make_spec.
-struct elementwise_layout {
-  codegen::Layout layout = codegen::Layout::contiguous;
-  int ndim = 1;            // strided: collapsed dims
-  int index_bits = 32;     // 32 or 64
-  int vector_width = 1;    // contiguous: 1, or 16 / widest itemsize (and divisors)
-  int raw_ndim = 1;        // ndim of every raw array parameter
 };
 
 class ElementwiseKernel {
@@ -93,16 +85,21 @@ class ElementwiseKernel {
   int nout() const noexcept { return def_->nout; }
   const codegen::ElementwiseDefinition& definition() const noexcept { return *def_; }
 
-  // ---- ahead of time (no GPU needed): CPU tests, the kiln-cache CLI ----
-  /// A spec for parameter dtypes given per argument (nin, or nin + nout; placeholders are
-  /// resolved as in a call, every argument counting as an array) and a layout.
+  // ---- ahead of time (no GPU needed): kiln-cache, CPU tests ----
+  /// Every spec a call with arrays of target.dtypes can ask for (see aot_target), and their
+  /// compile requests for `arch` (e.g. 90). Throws TypeError / ValueError for dtypes or a
+  /// layout no call could produce.
+  std::vector<codegen::ElementwiseSpec> specs(const aot_target& target) const;
+  std::vector<cache::CompileRequest> compile_requests(const aot_target& target, int arch) const;
+  /// One spec, for an exact layout; every field is checked (ValueError names it and the
+  /// allowed values).
   codegen::ElementwiseSpec make_spec(std::span<const dtype> arg_dtypes,
                                      const elementwise_layout& layout = {}) const;
   /// The CUDA C++ source for a spec.
   std::string source(const codegen::ElementwiseSpec& spec) const;
   cache::CompileRequest compile_request(const codegen::ElementwiseSpec& spec, int arch) const;
-  /// Generates and compiles (through the disk cache) for `arch`, e.g. 90. Throws CompileError
-  /// (NVRTC log with `operation(line)` positions, numbered source, kernel name).
+  /// Generates and compiles (through the disk cache) for `arch`. Throws CompileError (NVRTC
+  /// log with `operation(line)` positions, options, numbered source, kernel name).
   cache::Binary compile_for(const codegen::ElementwiseSpec& spec, int arch) const;
 
  private:

@@ -22,6 +22,17 @@
 
 namespace kiln {
 
+namespace detail {
+// The kernel-backed ndarray members call these; each finds its ops/ function (same name,
+// namespace kiln, <kiln/ops/copying.hpp>) by argument-dependent lookup where a member is used.
+template <class A> A ops_reshape(const A& a, const Shape& s) { return reshape(a, s); }
+template <class A> A ops_ravel(const A& a) { return ravel(a); }
+template <class A> A ops_to_device(const A& a, int device) { return to_device(a, device); }
+template <class A> A ops_copy(const A& a) { return copy(a); }
+template <class A> A ops_astype(const A& a, dtype t) { return astype(a, t); }
+template <class A> void ops_fill(A& a, const scalar& v) { fill(a, v); }
+}  // namespace detail
+
 /// Python's slice(start, stop, step); an empty optional is Python's None.
 struct slice {
   std::optional<std::int64_t> start, stop;
@@ -73,8 +84,9 @@ class ndarray {
 
   // ---- views (no copy) ----
   /// NumPy's reshape: a view when strides allow, else a C-order copy. One dimension may be -1.
-  /// (Kernel-backed: defined in ops/, like copy, astype, fill and to_device.)
-  ndarray reshape(const Shape& new_shape) const;
+  /// (May copy, so it is kernel-backed: see "kernel-backed members" below.)
+  template <class Self = ndarray>
+  Self reshape(const Shape& new_shape) const { return detail::ops_reshape(self<Self>(), new_shape); }
   /// The reshaped view, or nullopt when the strides do not allow one (NumPy's rule).
   std::optional<ndarray> reshape_view(const Shape& new_shape) const;
   ndarray transpose() const;                    // reverses axes
@@ -86,7 +98,8 @@ class ndarray {
   ndarray broadcast_to(const Shape& shape) const;
   ndarray swapaxes(std::int64_t a, std::int64_t b) const;
   /// A view when C-contiguous, else a C-order copy (kernel-backed).
-  ndarray ravel() const;
+  template <class Self = ndarray>
+  Self ravel() const { return detail::ops_ravel(self<Self>()); }
   /// Basic indexing: x(1, kiln::slice(0, 4, 2), kiln::newaxis, kiln::ellipsis).
   ndarray operator()(std::span<const index> subscripts) const;
   template <class... I>
@@ -119,19 +132,29 @@ class ndarray {
   /// Copies a C-contiguous host range of nbytes() bytes into this array (which must be
   /// contiguous).
   void copy_from_host(const void* src);
-  /// A contiguous copy of this array on another device (peer copy when possible, else staged).
-  ndarray to_device(int device) const;
+  /// A contiguous copy of this array on another device (peer copy when possible, else staged;
+  /// kernel-backed for non-contiguous arrays).
+  template <class Self = ndarray>
+  Self to_device(int device) const { return detail::ops_to_device(self<Self>(), device); }
 
-  // ---- kernel-backed (JIT-compiled elementwise kernels; defined in ops/) ----
+  // ---- kernel-backed members ----
+  // Thin forwards to the free functions of <kiln/ops/copying.hpp> (kiln::copy, kiln::astype,
+  // kiln::fill, ...), found when used: runtime/ itself has no kernels and links on its own.
+  // Include <kiln/kiln.hpp> (or that header) to call them.
   /// A C-contiguous copy (any layout, any source).
-  ndarray copy() const;
+  template <class Self = ndarray>
+  Self copy() const { return detail::ops_copy(self<Self>()); }
   /// A converted copy, with NumPy's casting of values (float->int truncates, complex->real
   /// drops the imaginary part, x->bool is x != 0).
-  ndarray astype(kiln::dtype t) const;
+  template <class Self = ndarray>
+  Self astype(kiln::dtype t) const { return detail::ops_astype(self<Self>(), t); }
   /// Sets every element (any layout) to `value` converted with NumPy's assignment rules.
-  void fill(const scalar& value);
+  template <class Self = ndarray>
+  void fill(const scalar& value) { detail::ops_fill(static_cast<Self&>(*this), value); }
 
  private:
+  template <class Self>
+  const Self& self() const noexcept { return static_cast<const Self&>(*this); }
   void check_host_type(kiln::dtype t) const;
   void update_size() noexcept;
 

@@ -66,6 +66,8 @@ Shape c_strides(const Shape& shape, std::int64_t itemsize);
 /// Broadcasts shapes NumPy's way; throws ShapeError "operands could not be broadcast together
 /// with shapes (2,3) (4,)" when they do not fit.
 Shape broadcast_shapes(std::span<const Shape> shapes);
+/// The same over shapes held elsewhere (no copies: kernel calls use it on their hot path).
+Shape broadcast_shapes(std::span<const Shape* const> shapes);
 inline Shape broadcast_shapes(std::initializer_list<Shape> shapes) {
   return broadcast_shapes(std::span<const Shape>(shapes.begin(), shapes.size()));
 }

@@ -9,8 +9,6 @@ namespace kiln::detail {
 inline void check_cuda(cudaError_t code, const char* call) {
   if (code != cudaSuccess) throw_cuda_error(code, call);
 }
-/// The same for driver API results (CUresult values, which share numbering for common codes).
-[[noreturn]] void throw_driver_error(int code, const char* call);
 
 }  // namespace kiln::detail
 

@@ -1,0 +1,52 @@
+#pragma once
+// The kernel ABI, described once: every kind of kernel argument kiln passes, the C++ type a
+// generated kernel declares for it, and its size, alignment and byte layout. Emitters spell
+// parameter declarations with abi_type; the host packs arguments with abi_layout (see
+// ops/src/kernel_args.hpp); a CPU test compiles static_asserts of one against the other with
+// NVRTC for every kind, dtype and index width.
+//
+// Every argument is one of:
+//   value      T                           a scalar in its parameter's dtype
+//   pointer    T* / const T*               element 0 of an array
+//   strided    kiln_strided<nd, I>         {char* kiln_p; I kiln_s[nd];}  byte strides
+//   raw_array  kiln_carray<T, nd, c, I>    {T* kiln_data; I kiln_size; I kiln_shape[max(nd,1)];
+//                                           I kiln_strides[max(nd,1)];}  byte strides
+//   index      I                           a loop size or count
+//   dims       kiln_dims<nd, I>            {I kiln_v[nd];}  a (collapsed) loop shape
+// where I is kiln_idx: int for 32-bit indexing, long long for 64-bit. So every argument is an
+// optional 8-byte pointer followed by index-width integers (or a plain value), padded to its
+// alignment.
+//
+//   AbiArg a{.kind = AbiKind::strided, .ndim = 3};
+//   abi_type(a);          // "const kiln_strided<3, kiln_idx>"
+//   abi_layout(a, 32);    // {.size = 24, .align = 8, .pointer = true, .indices = 3}
+#include <cstdint>
+#include <string>
+
+#include "kiln/runtime/dtype.hpp"
+
+namespace kiln::codegen {
+
+enum class AbiKind : std::uint8_t { value, pointer, strided, raw_array, index, dims };
+
+struct AbiArg {
+  AbiKind kind = AbiKind::pointer;
+  dtype type = float64;     // value, pointer, raw_array: the element dtype
+  int ndim = 0;             // strided, raw_array, dims
+  bool contiguous = true;   // raw_array: C-contiguous (x[i] needs no unravel)
+  bool writable = false;    // pointer: an output (T* rather than const T*)
+};
+
+struct AbiLayout {
+  std::uint32_t size = 0, align = 0;
+  bool pointer = false;        // starts with an 8-byte pointer
+  std::uint32_t indices = 0;   // then this many index-width integers
+  std::uint32_t value_size = 0;  // value: the dtype's bytes (no pointer, no indices)
+};
+
+/// The C++ type a kernel declares for `a` (uses the kiln_idx typedef for I).
+std::string abi_type(const AbiArg& a);
+/// Size, alignment and layout of `a` for index_bits 32 or 64.
+AbiLayout abi_layout(const AbiArg& a, int index_bits);
+
+}  // namespace kiln::codegen

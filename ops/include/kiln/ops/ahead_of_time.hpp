@@ -1,0 +1,44 @@
+#pragma once
+// Ahead-of-time compilation, the same for every kernel kind: a definition + argument dtypes
+// -> every spec a call with arrays of those dtypes can ask for -> compile requests, which
+// cache::compile_cached turns into on-disk cache entries. No GPU needed; `kiln-cache` is
+// built on it.
+//
+//   kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "add");
+//   for (const auto& req : k.compile_requests({.dtypes = {kiln::float32, kiln::float32}}, 90))
+//     kiln::cache::compile_cached(req);     // a later call on an sm_90 GPU never compiles
+#include <optional>
+#include <vector>
+
+#include "kiln/codegen/elementwise_spec.hpp"
+#include "kiln/runtime/dtype.hpp"
+
+namespace kiln {
+
+/// One layout of an elementwise kernel, spelled out (an advanced, exact choice).
+struct elementwise_layout {
+  codegen::Layout layout = codegen::Layout::contiguous;
+  int ndim = 1;          // strided: collapsed dims, 1..32
+  int index_bits = 32;   // 32 or 64
+  int vector_width = 1;  // contiguous: 1, 2, 4, ... up to 16 bytes / the widest array dtype
+  int raw_ndim = 1;      // ndim of every raw array parameter, 0..32
+};
+
+/// What to prepare: argument dtypes (inputs, or inputs then outputs; placeholders resolve as
+/// in a call, each argument counting as an array) and which layouts.
+struct aot_target {
+  std::vector<dtype> dtypes;
+  /// Inputs that calls pass as C++ scalars rather than arrays (by index).
+  std::vector<int> scalar_inputs;
+  /// Strided kernels are prepared for 1..max_ndim collapsed dims (views of up to max_ndim
+  /// axes that cannot be merged).
+  int max_ndim = 4;
+  /// Also the 64-bit index variants (arrays whose elements or bytes pass 2^31).
+  bool index64 = true;
+  /// Exactly this layout instead of every variant.
+  std::optional<elementwise_layout> only;
+  /// ndim of raw array parameters (variants are not enumerated over it).
+  int raw_ndim = 1;
+};
+
+}  // namespace kiln

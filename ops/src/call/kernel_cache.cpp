@@ -1,0 +1,61 @@
+#include "kernel_cache.hpp"
+
+#include <cstring>
+
+#include "kiln/cache/compile_cache.hpp"
+#include "kiln/cache/memory_cache.hpp"
+#include "kiln/runtime/detail/log.hpp"
+#include "kiln/runtime/device.hpp"
+
+namespace kiln::detail {
+namespace {
+
+// Leaked on purpose: modules must not be unloaded after the driver shut down at exit.
+cache::MemoryCache<LoadedKernel>& loaded_cache() {
+  static auto* cache = new cache::MemoryCache<LoadedKernel>();
+  return *cache;
+}
+
+LoadedKernel load(int device, MakeRequest make, const void* context) {
+  const int arch = device_properties(device).arch();
+  const cache::CompileRequest req = make(context, arch);
+  logger().debug("kernel '{}': compiling or loading for sm_{} on device {}", req.kernel_name, arch,
+                 device);
+  cache::Binary bin = cache::compile_cached(req);
+  LoadedKernel out;
+  out.module = Module::load(bin.cubin, device);
+  const std::string& entry =
+      req.name_expressions.empty() ? req.kernel_name : bin.lowered_names.front();
+  out.function = out.module->function(entry);
+  out.max_threads_per_block = out.function.max_threads_per_block();
+  out.lowered_names = std::move(bin.lowered_names);
+  return out;
+}
+
+}  // namespace
+
+Hash128 kernel_key(const Hash128& definition, std::span<const std::byte> spec, int device) noexcept {
+  // definition (16) + device (4) + spec: one XXH3 over a stack buffer.
+  constexpr std::size_t kHead = 20;
+  std::byte buf[kHead + 512];
+  std::memcpy(buf, &definition, 16);
+  std::memcpy(buf + 16, &device, 4);
+  if (spec.size() <= sizeof buf - kHead) {
+    std::memcpy(buf + kHead, spec.data(), spec.size());
+    return hash128(buf, kHead + spec.size());
+  }
+  // Larger specs: chain the two parts (still allocation-free).
+  const Hash128 head = hash128(buf, kHead);
+  const Hash128 tail = hash128(spec.data(), spec.size());
+  const Hash128 both[2] = {head, tail};
+  return hash128(both, sizeof both);
+}
+
+const LoadedKernel& loaded_kernel(const Hash128& key, int device, MakeRequest make,
+                                  const void* context) {
+  auto& cache = loaded_cache();
+  if (const LoadedKernel* hit = cache.find(key)) return *hit;
+  return cache.get_or_create(key, [&] { return load(device, make, context); });
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,53 @@
+#pragma once
+// The one loaded-kernel cache of the process, for every kernel kind: (kind's structural key,
+// device) -> a function loaded on that device. A hit hashes a small POD key and finds the
+// function under a shared lock: no strings, no NVRTC, no file I/O, no allocation. A miss is
+// the single place where kiln generates, compiles (through the disk cache, cache/) and loads
+// code, so whatever must see every kernel a program loads hooks in here.
+//
+//   const LoadedKernel& k = loaded_kernel(kernel_key(def.hash, spec, device), device,
+//                                         [&](int arch) { return request_for(spec, arch); });
+//   k.function.launch(grid, block, args.argv(), 0, stream);
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/cache/compile_request.hpp"
+#include "kiln/runtime/hash128.hpp"
+#include "kiln/runtime/module.hpp"
+
+namespace kiln::detail {
+
+/// A kernel loaded on one device, with what launches need to know about it.
+struct LoadedKernel {
+  std::shared_ptr<Module> module;
+  Function function;  // the request's kernel_name (or its first lowered name expression)
+  int max_threads_per_block = 0;
+  std::vector<std::string> lowered_names;  // parallel to the request's name_expressions
+};
+
+/// Builds the compile request of a missing kernel for an architecture (e.g. 90).
+using MakeRequest = cache::CompileRequest (*)(const void* context, int arch);
+
+/// The key of one loaded kernel: the definition's hash, the kind's spec bytes (a POD whose
+/// used prefix identifies it), the device. Allocation-free.
+Hash128 kernel_key(const Hash128& definition, std::span<const std::byte> spec, int device) noexcept;
+template <class Spec>
+Hash128 kernel_key(const Hash128& definition, const Spec& spec, int device) noexcept {
+  return kernel_key(definition, std::as_bytes(std::span(&spec, 1)).first(spec.key_size()), device);
+}
+
+/// The loaded kernel for `key` on `device`: from memory, or (the one miss path) built from
+/// make(arch), compiled through the disk cache and loaded. Concurrent misses of one key load
+/// it once.
+const LoadedKernel& loaded_kernel(const Hash128& key, int device, MakeRequest make,
+                                  const void* context);
+template <class F>
+const LoadedKernel& loaded_kernel(const Hash128& key, int device, const F& make) {
+  return loaded_kernel(
+      key, device, [](const void* f, int arch) { return (*static_cast<const F*>(f))(arch); }, &make);
+}
+
+}  // namespace kiln::detail
