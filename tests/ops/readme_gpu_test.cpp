@@ -1,4 +1,4 @@
-// The README's example, compiled and run here: tests/ops/test_readme.cpp checks that the README
+// The README's example, compiled and run here: tests/ops/readme_test.cpp checks that the README
 // shows exactly the code between the snippet markers, so the docs cannot rot.
 #include <catch2/catch.hpp>
 

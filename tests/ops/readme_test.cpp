@@ -31,7 +31,7 @@ std::string between(const std::string& text, const std::string& begin, const std
 
 TEST_CASE("the README shows exactly the example the GPU test runs", "[ops]") {
   std::string readme = read(KILN_TEST_SOURCE_DIR "/../README.md");
-  std::string test = read(KILN_TEST_SOURCE_DIR "/ops/test_readme_gpu.cpp");
+  std::string test = read(KILN_TEST_SOURCE_DIR "/ops/readme_gpu_test.cpp");
   std::string in_test = between(test, "// snippet-begin: readme-example", "// snippet-end");
   std::string in_readme = between(readme, "<!-- snippet: readme-example -->\n```cpp", "```");
   CHECK(in_readme == in_test);
