@@ -95,3 +95,75 @@ TEST_CASE("kiln's builtin cast, copy and fill kernels compile for sm_90", "[ops]
   CHECK_FALSE(fill.compile_for(spec, 90).cubin.empty());
   CHECK(&ops::fill_kernel(int16) == &fill);
 }
+
+namespace {
+// A zero-size array that needs no device: argument checks can run on it anywhere.
+ndarray no_data(Shape shape, dtype t) {
+  return ndarray(nullptr, shape, c_strides(shape, std::int64_t(t.itemsize())), 0, t);
+}
+}  // namespace
+
+TEST_CASE("every argument check comes before the device: the same ValueError with or without a GPU",
+          "[ops]") {
+  // Each of these would reach choose_device (NoDeviceError on a machine without a GPU) if the
+  // check came after it.
+  ElementwiseKernel add("int8 x, int8 y", "int8 z", "z = x + y", "add");
+  const ndarray x = no_data({0}, int8), z = no_data({0}, int8);
+  CHECK_THROWS_AS(add(x, 300, z), ValueError);
+  CHECK_THROWS_WITH(add(x, 300, z), Catch::Equals("kernel 'add': 300 does not fit parameter 'y' (int8)"));
+  CHECK_THROWS_WITH(add(x, -129, z), Catch::Contains("-129 does not fit parameter 'y' (int8)"));
+  CHECK_THROWS_WITH(add(x, 1, z, launch_options{.block_size = -1}),
+                    Catch::Contains("block_size -1 is outside 1..1024"));
+  CHECK_THROWS_WITH(add(x, 1, z, launch_options{.block_size = 2048}),
+                    Catch::Contains("block_size 2048 is outside 1..1024"));
+  CHECK_THROWS_WITH(add(no_data({2, 0}, int8), 1, no_data({0}, int8)),
+                    Catch::Contains("output 'z' has shape (0,) but the arguments broadcast to (2, 0)"));
+  CHECK_THROWS_AS(add(no_data({2, 0}, int8), no_data({3, 0}, int8)), ShapeError);
+}
+
+TEST_CASE("an empty (default-constructed) ndarray argument is an error naming the parameter", "[ops]") {
+  ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "k");
+  const ndarray empty_handle;
+  CHECK_THROWS_AS(k(empty_handle, 1.0f), ValueError);
+  CHECK_THROWS_WITH(k(empty_handle, 1.0f), Catch::Contains("argument 'x' is an empty ndarray handle"));
+  CHECK_THROWS_WITH(k(no_data({0}, float32), no_data({0}, float32), empty_handle),
+                    Catch::Contains("argument 'z' is an empty ndarray handle"));
+}
+
+TEST_CASE("make_spec checks every layout field and names the allowed values", "[ops]") {
+  ElementwiseKernel k("T x, raw T r", "T z", "z = x + r[0]", "k");
+  const std::vector<dtype> f32{float32, float32};
+  using codegen::Layout;
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = -1}), Catch::Contains("ndim -1 is outside 1..32"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 300}), Catch::Contains("ndim 300 is outside 1..32"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 0}), Catch::Contains("ndim 0 is outside 1..32"));
+  for (int bits : {0, 16, 128})
+    CHECK_THROWS_WITH(k.make_spec(f32, {.index_bits = bits}), Catch::Contains("must be 32 or 64"));
+  for (int w : {0, 3, 8, 260})
+    CHECK_THROWS_WITH(k.make_spec(f32, {.vector_width = w}), Catch::Contains("allowed 1, 2, 4 for these dtypes"));
+  CHECK_THROWS_WITH(k.make_spec(std::vector<dtype>{complex128, complex128}, {.vector_width = 2}),
+                    Catch::Contains("allowed 1 for these dtypes"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .vector_width = 4}),
+                    Catch::Contains("strided kernels take 1"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.raw_ndim = 33}), Catch::Contains("raw_ndim 33 is outside 0..32"));
+  CHECK(k.make_spec(f32, {.vector_width = 4}).vector_width == 4);
+}
+
+TEST_CASE("ahead of time, a definition and dtypes give every layout a call can ask for", "[ops]") {
+  ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
+  const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
+  // Contiguous widths 1, 2, 4 and strided ndim 1..3, each with 32- and 64-bit indices.
+  CHECK(specs.size() == 2 * (3 + 3));
+  int contiguous4 = 0, strided3_64 = 0;
+  for (const auto& s : specs) {
+    contiguous4 += s.layout == codegen::Layout::contiguous && s.vector_width == 4;
+    strided3_64 += s.layout == codegen::Layout::strided && s.ndim == 3 && s.index_bits == 64;
+  }
+  CHECK(contiguous4 == 2);
+  CHECK(strided3_64 == 1);
+  const auto scalar_y = k.specs({.dtypes = {float32, float32}, .scalar_inputs = {1}, .index64 = false});
+  for (const auto& s : scalar_y) CHECK(s.kind(1) == codegen::OperandKind::scalar);
+  CHECK(k.compile_requests({.dtypes = {float32, float32}, .max_ndim = 1}, 80).front().arch == 80);
+  CHECK_THROWS_WITH(k.specs({.dtypes = {float32, float32}, .scalar_inputs = {2}}), Catch::Contains("scalar input 2 is not an input"));
+  CHECK_THROWS_AS(k.specs({.dtypes = {float64, float32}}), TypeError);
+}
