@@ -1,12 +1,18 @@
-// Test runner. GPU tests are never reported passed where they could not run:
-// - a run that asks for [gpu] (or [multigpu]) tests on a machine without a GPU (or with fewer
-//   than two) exits with 77, which ctest reports as SKIPPED;
+// Test runner. Tests that need something a machine may lack are tagged with it, and are never
+// reported passed where they could not run (a TEST_CASE never returns early instead):
+//   [gpu] a GPU, [multigpu] two GPUs, [nogpu] no GPU (what kiln does on a GPU-less machine),
+//   [root] root (chown to another user).
+// - a run that asks for such a tag on a machine that lacks what it needs exits with 77, which
+//   ctest reports as SKIPPED;
 // - any other run leaves the tests this machine cannot run out of every filter term, and says so.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "kiln/runtime/device.hpp"
 
@@ -53,17 +59,30 @@ int main(int argc, char** argv) {
   auto& specs = session.configData().testsOrTags;
 
   const int gpus = kiln::device_count();
-  std::string exclusions;
-  if (gpus < 1) exclusions += "~[gpu]";
-  if (gpus < 2) exclusions += "~[multigpu]";
+  const std::string gpu_count = std::to_string(gpus) + (gpus ? "" : ": " + kiln::no_device_reason());
+  struct Need {
+    const char* tag;
+    bool met;
+    std::string what;  // "these tests need <what>"
+  };
+  const std::vector<Need> needs{
+      {"[gpu]", gpus >= 1, "a GPU; this machine has " + gpu_count},
+      {"[multigpu]", gpus >= 2, "two GPUs; this machine has " + gpu_count},
+      {"[nogpu]", gpus == 0, "a machine without a GPU; this one has " + gpu_count},
+      {"[root]", ::geteuid() == 0, "root (uid 0); this is uid " + std::to_string(::geteuid())},
+  };
 
-  for (const auto& spec : specs) {
-    if ((gpus < 1 && asks_for(spec, "[gpu]")) || (gpus < 2 && asks_for(spec, "[multigpu]"))) {
-      std::printf("SKIPPED: these tests need %s; this machine has %d%s%s\n",
-                  asks_for(spec, "[multigpu]") ? "two GPUs" : "a GPU", gpus, gpus ? "" : ": ",
-                  kiln::no_device_reason().c_str());
-      return 77;
+  std::string exclusions, left_out;
+  for (const auto& need : needs) {
+    if (need.met) continue;
+    for (const auto& spec : specs) {
+      if (asks_for(spec, need.tag)) {
+        std::printf("SKIPPED: these tests need %s\n", need.what.c_str());
+        return 77;
+      }
     }
+    exclusions += std::string("~") + need.tag;
+    left_out += std::string(left_out.empty() ? "" : ", ") + need.tag + " (need " + need.what + ")";
   }
   if (!exclusions.empty()) {
     if (specs.empty())
@@ -71,8 +90,7 @@ int main(int argc, char** argv) {
     else
       for (auto& spec : specs) spec = exclude_in_each_term(spec, exclusions);
     // stderr: a reporter writing to stdout (-r junit) must get it to itself.
-    std::fprintf(stderr, "%d GPU(s) here: tests tagged %s are left out\n", gpus,
-                gpus < 1 ? "[gpu]" : "[multigpu]");
+    std::fprintf(stderr, "left out here: tests tagged %s\n", left_out.c_str());
   }
   return session.run();
 }
