@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -34,6 +35,15 @@ CacheConfig CacheConfig::from_env() {
   cfg.in_memory_only = env_flag("KILN_CACHE_IN_MEMORY");
   cfg.save_source = env_flag("KILN_CACHE_SAVE_SOURCE");
   cfg.disallow_compile = env_flag("KILN_DISALLOW_COMPILE");
+  if (const char* t = std::getenv("KILN_CACHE_LOCK_TIMEOUT"); t && *t) {
+    char* end = nullptr;
+    const double s = std::strtod(t, &end);
+    if (end != t && *end == '\0' && s >= 0 && std::isfinite(s))
+      cfg.lock_timeout_s = s;
+    else
+      kiln::detail::logger().warn("KILN_CACHE_LOCK_TIMEOUT='{}' is not a number of seconds >= 0; using {} s",
+                                  t, cfg.lock_timeout_s);
+  }
   if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) {
     cfg.dir = d;
   } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x && x[0] == '/') {

@@ -88,7 +88,9 @@ Binary load_or_compile(const CompileRequest& req, const Key& key, const CacheCon
   if (!disk.prepare_folder(key)) return compile_now(req);
 
   bool waited = false;
-  const auto lock = detail::FileLock::acquire(disk.lock_path(key), waited);
+  const auto lock = detail::FileLock::acquire(
+      disk.lock_path(key), "kernel '" + req.kernel_name + "' (key " + key.hex() + ")",
+      cfg.lock_timeout_s, waited);
   if (waited) stats().lock_waits.fetch_add(1, std::memory_order_relaxed);
   if (const auto id_now = file_id(disk.entry_path(key)); id_now && id_now != id_before) {
     if (auto bin = disk.load(key)) {

@@ -46,7 +46,7 @@ std::optional<bool> folder_ok(const fs::path& dir) {
     return false;
   }
   if (!S_ISDIR(st.st_mode)) {
-    warn_folder_once(dir, "not a folder");
+    warn_folder_once(dir, "not a folder but " + detail::file_kind(st.st_mode));
     return false;
   }
   if (auto why = detail::refuse_reason(st)) {
@@ -89,10 +89,28 @@ fs::path DiskCache::source_path(const Key& key) const {
 std::optional<Binary> DiskCache::load(const Key& key) const {
   if (!usable_) return std::nullopt;
   const fs::path path = entry_path(key);
-  if (folder_ok(path.parent_path()) != true) return std::nullopt;
+  if (const auto ok = folder_ok(path.parent_path()); ok != true) {
+    // A fan-out "folder" that is a FIFO, socket, device or file is a bad entry too (stat does
+    // not open it, so it cannot block).
+    struct stat st {};
+    if (ok == false && ::stat(path.parent_path().c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+      stats().bad_entries.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
 
-  // O_NOFOLLOW: an entry must be a file we own, not a link to somebody else's.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // Opening a FIFO or a device can block forever: look first (lstat opens nothing), then open
+  // with O_NONBLOCK in case it is swapped in between (fstat below refuses it). O_NOFOLLOW: an
+  // entry must be a file we own, not a link to somebody else's.
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) != 0) {
+    if (errno != ENOENT) bad_entry(path, std::string("cannot stat: ") + std::strerror(errno));
+    return std::nullopt;
+  }
+  if (!S_ISREG(lst.st_mode)) {
+    bad_entry(path, "it is " + detail::file_kind(lst.st_mode) + ", not a regular file (not opened)");
+    return std::nullopt;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (errno != ENOENT) bad_entry(path, std::string("cannot open: ") + std::strerror(errno));
     return std::nullopt;
@@ -103,7 +121,7 @@ std::optional<Binary> DiskCache::load(const Key& key) const {
   if (::fstat(fd, &st) != 0) {
     why = std::string("cannot stat: ") + std::strerror(errno);
   } else if (!S_ISREG(st.st_mode)) {
-    why = "not a regular file";
+    why = "it is " + detail::file_kind(st.st_mode) + ", not a regular file";
   } else if (auto refused = detail::refuse_reason(st)) {
     why = "refused, " + *refused;
   } else if (st.st_size > kMaxEntryBytes) {

@@ -214,6 +214,10 @@ Binary nvrtc_compile(const CompileRequest& req) {
   if (r != NVRTC_SUCCESS) {
     std::string msg = "kiln: NVRTC could not compile kernel '" + req.kernel_name + "' for sm_" +
                       std::to_string(req.arch) + " (" + nvrtcGetErrorString(r) + ")\n";
+    // Every option NVRTC was given, one per line (an -I folder may hold spaces), so the
+    // compile can be reproduced from a pasted message.
+    msg += "--- NVRTC " + nvrtc_version().full + " options ---\n";
+    for (const auto& o : opts) msg += o + '\n';
     msg += "--- NVRTC log ---\n" + log;
     if (!log.empty() && log.back() != '\n') msg += '\n';
     msg += "--- source ---\n" + number_lines(req.source);

@@ -21,13 +21,22 @@ std::optional<std::string> make_dirs_0700(const std::filesystem::path& dir);
 /// the folder. Returns an error text or nullopt. The temp file never survives a failure.
 std::optional<std::string> write_atomically(const std::filesystem::path& path, std::string_view bytes);
 
+/// What a path is, for messages: "a regular file", "a FIFO", "a socket", ...
+std::string file_kind(mode_t mode);
+
 /// An exclusive flock on a lock file, released on destruction, or by the kernel if the
-/// process dies, so a killed compiler never blocks others for long.
+/// process dies, so a killed compiler never blocks others for long. The holder writes
+/// "<pid> <host>" into the file so that waiters can say whom they wait for.
 class FileLock {
  public:
-  /// Blocks until the lock is held. `waited` is set if another holder made us wait.
-  /// If the lock file cannot be opened, the returned lock is not held (held() == false).
-  static FileLock acquire(const std::filesystem::path& path, bool& waited);
+  /// Waits until the lock is held, at most `timeout_s` seconds: after about a second it logs
+  /// at warn level who holds it (`what` names the work, e.g. "kernel 'k' (key ...)"), and
+  /// past the timeout it logs that it gives up. `waited` is set if another holder made us wait.
+  /// The returned lock is not held (held() == false) when the wait timed out, the lock file
+  /// cannot be opened, or it is not a regular file (refused without opening it, counted in
+  /// stats().bad_entries): the caller then works without the lock.
+  static FileLock acquire(const std::filesystem::path& path, const std::string& what,
+                          double timeout_s, bool& waited);
   FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   FileLock& operator=(FileLock&&) = delete;
   FileLock(const FileLock&) = delete;

@@ -47,3 +47,24 @@ TEST_CASE("cache folder defaults to XDG_CACHE_HOME/kiln, then ~/.cache/kiln", "[
     CHECK(CacheConfig::from_env().dir == "/home/someone/.cache/kiln");
   }
 }
+
+TEST_CASE("cache lock timeout is 30 s, read from KILN_CACHE_LOCK_TIMEOUT in seconds", "[cache]") {
+  testing::LogCapture log;
+  {
+    ScopedEnv t("KILN_CACHE_LOCK_TIMEOUT", std::nullopt);
+    CHECK(CacheConfig::from_env().lock_timeout_s == 30);
+  }
+  {
+    ScopedEnv t("KILN_CACHE_LOCK_TIMEOUT", "1.5");
+    CHECK(CacheConfig::from_env().lock_timeout_s == 1.5);
+  }
+  {
+    ScopedEnv t("KILN_CACHE_LOCK_TIMEOUT", "0");
+    CHECK(CacheConfig::from_env().lock_timeout_s == 0);
+  }
+  for (const char* bad : {"-1", "soon", "5s", "inf"}) {
+    ScopedEnv t("KILN_CACHE_LOCK_TIMEOUT", bad);
+    CHECK(CacheConfig::from_env().lock_timeout_s == 30);
+    CHECK(log.contains(std::string("KILN_CACHE_LOCK_TIMEOUT='") + bad + "'"));
+  }
+}

@@ -40,7 +40,16 @@ TEST_CASE("cache key ignores the kernel name and is deterministic", "[cache]") {
   CompileRequest a = base_request(), b = base_request();
   b.kernel_name = "another_name";
   CHECK(cache_key(a) == cache_key(b));
-  CHECK(cache_key(a) == cache_key(a));
+  // Deterministic: a request built separately, field by field, gets the same key, and a
+  // different request does not (so the equality above is not a key that ignores its input).
+  CompileRequest c;
+  c.source = a.source;
+  c.kernel_name = "k";
+  c.options = {"-std=c++17", "-DN=4"};
+  c.arch = 90;
+  c.name_expressions = {"f<float>"};
+  CHECK(cache_key(c) == cache_key(a));
+  CHECK_FALSE(cache_key(tiny_request("1")) == cache_key(a));
 }
 
 TEST_CASE("cache key changes with the NVRTC version", "[cache]") {

@@ -1,5 +1,6 @@
 // compile_cached across processes: forked children race for the same missing kernel in one
-// fresh folder; exactly one runs NVRTC. Different kernels do not wait for each other.
+// fresh folder; exactly one runs NVRTC. Different kernels do not wait for each other. A lock
+// holder that dies or is stopped blocks nobody for long.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <signal.h>
@@ -7,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
+#include <string>
 #include <vector>
 
 #include "cache_test_support.hpp"
@@ -125,4 +129,68 @@ TEST_CASE("compile_cached waits for a lock holder and proceeds once it is killed
   CHECK(WIFSIGNALED(status));
   ::close(ready[0]);
   ::close(ready[1]);
+}
+
+TEST_CASE("compile_cached writes its pid into the lock file it holds", "[cache]") {
+  TempDir tmp;
+  const auto req = tiny_request("27");
+  compile_cached(req, disk_config(tmp.path()));
+  const std::string holder = read_file(DiskCache(tmp.path()).lock_path(cache_key(req)));
+  CHECK(holder.rfind(std::to_string(::getpid()) + " ", 0) == 0);
+}
+
+TEST_CASE("compile_cached stops waiting for a stopped lock holder, says who, and compiles", "[cache]") {
+  TempDir tmp;
+  ScopedEnv dir("KILN_CACHE_DIR", tmp.path().string());
+  ScopedEnv timeout("KILN_CACHE_LOCK_TIMEOUT", "1.5");
+  const auto cfg = CacheConfig::from_env();
+  REQUIRE(cfg.lock_timeout_s == 1.5);
+  const auto req = tiny_request("28");
+  DiskCache disk(tmp.path());
+  REQUIRE(disk.prepare_folder(cache_key(req)));
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // A "compiler" that takes the key's lock, names itself in it as kiln does, then is
+    // stopped (as by Ctrl-Z) holding it.
+    const int fd = ::open(disk.lock_path(cache_key(req)).c_str(), O_RDWR | O_CREAT, 0600);
+    ::flock(fd, LOCK_EX);
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    const std::string id = std::to_string(::getpid()) + " " + host + "\n";
+    (void)!::write(fd, id.data(), id.size());
+    (void)!::write(ready[1], "x", 1);
+    ::raise(SIGSTOP);
+    ::_exit(0);
+  }
+  REQUIRE(pid > 0);
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+
+  LogCapture log;
+  const auto compiles = stats().nvrtc_compiles.load();
+  const auto start = std::chrono::steady_clock::now();
+  // In a thread with a deadline: a regression must fail this test, not hang the suite.
+  auto result = std::async(std::launch::async, [&] { return compile_cached(req, cfg); });
+  const bool finished = result.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  ::kill(pid, SIGKILL);  // releases the lock, so a hung waiter finishes too
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  REQUIRE(finished);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(result.get().cubin.size() > 64);
+  CHECK(seconds >= 1.4);
+  CHECK(seconds < 10);
+  CHECK(stats().nvrtc_compiles.load() == compiles + 1);
+  // Said out loud at warn level: whom it waits for, then that it gave up.
+  const std::string who = "process " + std::to_string(pid) + " (pid in lock file), which is stopped";
+  INFO(log.text());
+  CHECK(log.contains("waiting for " + who));
+  CHECK(log.contains("kernel 'k' (key " + cache_key(req).hex() + ")"));
+  CHECK(log.contains("gave up after"));
+  // The entry it wrote without the lock is valid.
+  CHECK(disk.load(cache_key(req)));
 }

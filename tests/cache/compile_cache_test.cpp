@@ -1,9 +1,13 @@
 // compile_cached in one process: disk hits and misses, damaged entries recompiled over,
 // refused folders, in-memory mode, saved sources, KILN_DISALLOW_COMPILE, threads.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -206,4 +210,40 @@ TEST_CASE("compile_cached in memory only serves concurrent threads", "[cache]") 
     threads.emplace_back([&] { ok += compile_cached(req, cfg).cubin.size() > 64; });
   for (auto& t : threads) t.join();
   CHECK(ok == 6);
+}
+
+TEST_CASE("compile_cached refuses a FIFO at the entry, lock or fan-out path without blocking", "[cache]") {
+  TempDir tmp;
+  const auto cfg = disk_config(tmp.path());
+  const auto req = tiny_request("15");
+  DiskCache disk(tmp.path());
+  const Key key = cache_key(req);
+  const fs::path fanout = disk.entry_path(key).parent_path();
+  fs::path fifo;
+  SECTION("the .kbin") { fifo = disk.entry_path(key); }
+  SECTION("the .lock") { fifo = disk.lock_path(key); }
+  SECTION("the fan-out folder") { fifo = fanout; }
+  if (fifo != fanout) REQUIRE(disk.prepare_folder(key));
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+
+  LogCapture log;
+  const auto before = Counts::now();
+  // In a thread with a deadline: a regression must fail this test, not hang the suite.
+  auto result = std::async(std::launch::async, [&] { return compile_cached(req, cfg); });
+  if (result.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    // Unblock a reader stuck in open() so the thread (and the test) can finish.
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+    FAIL("compile_cached blocked on the FIFO at " << fifo);
+  }
+  CHECK(result.get().cubin.size() > 64);
+  const auto d = Counts::now() - before;
+  CHECK(d.compiles == 1);
+  CHECK(d.bad >= 1);
+  CHECK(log.contains("FIFO"));
+  if (fifo == disk.entry_path(key)) {
+    // The new entry was renamed over the FIFO: the next call is a disk hit.
+    CHECK(fs::is_regular_file(disk.entry_path(key)));
+    CHECK(disk.load(key));
+  }
 }

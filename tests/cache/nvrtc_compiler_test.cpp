@@ -59,9 +59,10 @@ TEST_CASE("default include options prefer CUDA_PATH when it exists", "[cache]") 
   }
 }
 
-TEST_CASE("nvrtc syntax error throws CompileError with name, log and numbered source", "[cache]") {
+TEST_CASE("nvrtc syntax error throws CompileError with name, options, log and numbered source", "[cache]") {
   CompileRequest req;
   req.kernel_name = "broken_kernel";
+  req.options = {"-std=c++17", "-DKILN_TEST_OPTION=3"};
   req.source = "// line 1\nextern \"C\" __global__ void broken_kernel(float* x) {\n  x[0] = 1 +;\n}\n";
   try {
     nvrtc_compile(req);
@@ -70,6 +71,12 @@ TEST_CASE("nvrtc syntax error throws CompileError with name, log and numbered so
     const std::string what = e.what();
     CHECK_THAT(what, Contains("broken_kernel"));
     CHECK_THAT(what, Contains("sm_90"));
+    // Every option NVRTC got, on its own line, so the compile can be reproduced.
+    CHECK_THAT(what, Contains("\n-std=c++17\n"));
+    CHECK_THAT(what, Contains("\n-DKILN_TEST_OPTION=3\n"));
+    CHECK_THAT(what, Contains("\n-arch=sm_90\n"));
+    for (const auto& inc : default_include_options()) CHECK_THAT(what, Contains("\n" + inc + "\n"));
+    CHECK_THAT(what, Contains(nvrtc_version().full + " options"));
     CHECK_FALSE(e.log().empty());
     CHECK_THAT(what, Contains(e.log()));
     CHECK_THAT(e.log(), Contains("expected an expression"));

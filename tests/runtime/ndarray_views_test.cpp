@@ -150,13 +150,3 @@ TEST_CASE("axis normalization names axis and ndim", "[runtime]") {
                        Catch::Matchers::Contains("axis 3 is out of bounds for array of dimension 3"));
 }
 
-TEST_CASE("without a GPU, device work raises NoDeviceError and CPU work goes on", "[runtime]") {
-  if (device_count() > 0) return;  // this behaviour is for GPU-less machines (CI)
-  CHECK_FALSE(no_device_reason().empty());
-  CHECK_THROWS_AS(current_device(), NoDeviceError);
-  CHECK_THROWS_AS(empty({3}, float32), NoDeviceError);
-  KILN_CHECK_THROWS(asarray<float>({1.f, 2.f}), NoDeviceError,
-                       Catch::Matchers::Contains("still runs"));
-  CHECK_THROWS_AS(get_default_memory_pool(), NoDeviceError);
-  CHECK(meta({2, 2}).T().shape() == Shape{2, 2});
-}

@@ -5,7 +5,9 @@
 //
 // The cache holds code that will run, so folders are created 0700, and a folder or entry
 // that another user owns or that group/others may write is refused: logged as a warning,
-// treated as a miss, never written into. Nothing here throws for I/O or permission problems;
+// treated as a miss, never written into. An entry or fan-out path that is not a regular file
+// or folder (a FIFO, socket, device) is refused the same way without being opened, since
+// opening it could block forever. Nothing here throws for I/O or permission problems;
 // the worst outcome is a miss.
 //
 //   DiskCache disk(cfg.dir);

@@ -6,7 +6,7 @@
 //   try {
 //     Binary bin = nvrtc_compile(req);          // bin.cubin is an sm_90 ELF image
 //   } catch (const kiln::CompileError& e) {
-//     std::cerr << e.what();                    // kernel name, NVRTC log, numbered source
+//     std::cerr << e.what();                    // kernel name, options, NVRTC log, numbered source
 //   }
 #include <string>
 #include <vector>
@@ -17,7 +17,8 @@
 namespace kiln::cache {
 
 /// Compiles req.source with req.options, "-arch=sm_<req.arch>" and default_include_options().
-/// Throws kiln::CompileError (what(): kernel name, NVRTC log, source with line numbers) when
+/// Throws kiln::CompileError (what(): kernel name, NVRTC version, every option given to NVRTC
+/// including -arch and -I, NVRTC log, source with line numbers) when
 /// NVRTC rejects the source, kiln::Error for any other NVRTC failure.
 Binary nvrtc_compile(const CompileRequest& req);
 
