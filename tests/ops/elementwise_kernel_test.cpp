@@ -44,27 +44,6 @@ TEST_CASE("a call whose loop size nothing fixes is an error, before any GPU work
   CHECK_THROWS_WITH(u(1.0f), Catch::Contains("cannot deduce type T"));
 }
 
-TEST_CASE("kernel_result maps CuPy's return conventions", "[ops]") {
-  kernel_result none;
-  CHECK(none.empty());
-  CHECK_THROWS_WITH(none.array(), Catch::Contains("no_return"));
-  kernel_result one;
-  one.push_back(ndarray());
-  CHECK(one.size() == 1);
-  CHECK_NOTHROW(one.array());
-  CHECK(one.end() - one.begin() == 1);
-  one.set_tuple(true);
-  CHECK_THROWS_WITH(one.array(), Catch::Contains("return_tuple"));
-  CHECK_NOTHROW(one[0]);
-  kernel_result two;
-  two.push_back(ndarray());
-  two.push_back(ndarray());
-  CHECK(two.size() == 2);
-  CHECK(two.to_vector().size() == 2);
-  CHECK_THROWS_AS(ndarray(two), TypeError);
-  CHECK_THROWS_AS(two[2], ValueError);
-}
-
 TEST_CASE("kernels compile ahead of time for sm_90 without a GPU", "[ops]") {
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
@@ -79,21 +58,6 @@ TEST_CASE("kernels compile ahead of time for sm_90 without a GPU", "[ops]") {
   CHECK(again.cubin == bin.cubin);
   CHECK(cache::stats().nvrtc_compiles.load() == before + 1);
   CHECK_THROWS_AS(k.make_spec(std::vector<dtype>{float64, float32}), TypeError);
-}
-
-TEST_CASE("kiln's builtin cast, copy and fill kernels compile for sm_90", "[ops]") {
-  test::TempDir dir;
-  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
-  const auto& cast = ops::cast_kernel();
-  CHECK_FALSE(cast.compile_for(cast.make_spec(std::vector<dtype>{float16, int64}), 90).cubin.empty());
-  CHECK_FALSE(cast.compile_for(cast.make_spec(std::vector<dtype>{bool_, bfloat16}), 90).cubin.empty());
-  const auto& copy = ops::copy_kernel();
-  CHECK_FALSE(copy.compile_for(copy.make_spec(std::vector<dtype>{uint8}, {.vector_width = 16}), 90).cubin.empty());
-  const auto& fill = ops::fill_kernel(int16);
-  auto spec = fill.make_spec(std::vector<dtype>{int16, int16}, {.vector_width = 8});
-  spec.set_param(0, int16, codegen::OperandKind::scalar);
-  CHECK_FALSE(fill.compile_for(spec, 90).cubin.empty());
-  CHECK(&ops::fill_kernel(int16) == &fill);
 }
 
 namespace {
