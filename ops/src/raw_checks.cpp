@@ -17,10 +17,10 @@ std::string launch_description(std::string_view kernel, dim3 grid, dim3 block,
 void check_raw_args(std::string_view kernel, std::span<const ParamSlot> expected,
                     std::span<const raw_arg> given) {
   if (expected.size() != given.size())
-    throw TypeError(fmt::format("kernel '{}' takes {} argument{} (the parameter layout the "
-                                "driver reports), {} given",
-                                kernel, expected.size(), expected.size() == 1 ? "" : "s",
-                                given.size()));
+    throw TypeError(
+        fmt::format("kernel '{}' takes {} argument{} (the parameter layout the "
+                    "driver reports), {} given",
+                    kernel, expected.size(), expected.size() == 1 ? "" : "s", given.size()));
   std::size_t offset = 0;
   for (std::size_t k = 0; k < given.size(); ++k) {
     const raw_arg& a = given[k];
@@ -49,8 +49,7 @@ void check_launch_dims(std::string_view kernel, dim3 grid, dim3 block, std::size
   };
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
     fail("every grid and block dimension must be at least 1");
-  const unsigned long long threads =
-      (unsigned long long)block.x * block.y * block.z;
+  const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
   if (threads > 1024)
     fail(fmt::format("the block has {} threads; the limit is 1024 threads per block", threads));
   if (block.x > 1024 || block.y > 1024 || block.z > 64)

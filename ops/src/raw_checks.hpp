@@ -1,13 +1,13 @@
 #pragma once
 // Internal: the checks of a RawKernel launch and the messages of RawModule lookups, as pure
 // functions (no GPU), so every message is tested on a CPU.
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "kiln/ops/raw_args.hpp"
 #include "kiln/runtime/module.hpp"

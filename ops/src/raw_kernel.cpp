@@ -1,13 +1,13 @@
 // RawKernel: a user kernel found in a RawSource's module, launched with checked arguments.
 #include "kiln/ops/raw_kernel.hpp"
-#include "kiln/ops/raw_module.hpp"
-
-#include <atomic>
 
 #include <cuda.h>
 #include <fmt/format.h>
 
+#include <atomic>
+
 #include "call/kernel_cache.hpp"
+#include "kiln/ops/raw_module.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -70,11 +70,12 @@ void add_entry_expression(raw_options& o, std::string_view name) {
   o.name_expressions.push_back(n);
 }
 
-void ensure_dynamic_shared(const RawFunctionState& st, const LoadedKernel& k, int device,
-                           dim3 grid, dim3 block, std::size_t shared) {
+void ensure_dynamic_shared(const RawFunctionState& st, const LoadedKernel& k, int device, dim3 grid,
+                           dim3 block, std::size_t shared) {
   const int static_bytes = k.function.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
   int optin = 0;
-  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+      cudaSuccess)
     cudaGetLastError();
   if (optin > 0 && shared + std::size_t(static_bytes) > std::size_t(optin))
     throw ValueError(fmt::format(
@@ -129,7 +130,8 @@ void RawKernel::launch(dim3 grid, dim3 block, std::span<const raw_arg> args) con
   const auto& st = *state_;
   for (const auto& a : args)
     if (a.is_options())
-      throw ValueError(fmt::format("kernel '{}': launch_options must be the last argument", st.name));
+      throw ValueError(
+          fmt::format("kernel '{}': launch_options must be the last argument", st.name));
   if (args.size() > detail::kMaxRawArgs)
     throw ValueError(fmt::format("kernel '{}': {} arguments; kiln passes at most {}", st.name,
                                  args.size(), detail::kMaxRawArgs));
@@ -139,9 +141,10 @@ void RawKernel::launch(dim3 grid, dim3 block, std::span<const raw_arg> args) con
   cudaStream_t stream;
   if (o->stream) {
     if (o->stream->device() != device)
-      throw ValueError(fmt::format("kernel '{}': the stream belongs to device {} but device {} "
-                                   "is current",
-                                   st.name, o->stream->device(), device));
+      throw ValueError(
+          fmt::format("kernel '{}': the stream belongs to device {} but device {} "
+                      "is current",
+                      st.name, o->stream->device(), device));
     stream = o->stream->handle();
   } else {
     stream = current_stream_handle(device);
@@ -162,7 +165,8 @@ void RawKernel::launch(dim3 grid, dim3 block, std::span<const raw_arg> args) con
   for (std::size_t i = 0; i < args.size(); ++i) argv[i] = const_cast<void*>(args[i].address());
   try {
     if (st.cooperative) {
-      const int per_sm = k.function.max_active_blocks_per_multiprocessor(int(threads), o->shared_mem);
+      const int per_sm =
+          k.function.max_active_blocks_per_multiprocessor(int(threads), o->shared_mem);
       const int sms = device_properties(device).multiprocessor_count;
       if ((unsigned long long)grid.x * grid.y * grid.z > (unsigned long long)per_sm * sms)
         throw ValueError(
@@ -172,10 +176,10 @@ void RawKernel::launch(dim3 grid, dim3 block, std::span<const raw_arg> args) con
       k.function.launch(grid, block, argv, o->shared_mem, stream);
     }
   } catch (const CudaError& e) {
-    throw CudaError(fmt::format("launch of {} failed: {}",
-                                detail::launch_description(st.name, grid, block, o->shared_mem),
-                                e.what()),
-                    e.code());
+    throw CudaError(
+        fmt::format("launch of {} failed: {}",
+                    detail::launch_description(st.name, grid, block, o->shared_mem), e.what()),
+        e.code());
   }
 }
 
@@ -190,21 +194,27 @@ kernel_attributes RawKernel::attributes() const {
   a.ptx_version = f.attribute(CU_FUNC_ATTRIBUTE_PTX_VERSION);
   a.binary_version = f.attribute(CU_FUNC_ATTRIBUTE_BINARY_VERSION);
   a.max_dynamic_shared_size_bytes = f.attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
-  a.preferred_shared_memory_carveout = f.attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
+  a.preferred_shared_memory_carveout =
+      f.attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
   return a;
 }
 
 void RawKernel::set_max_dynamic_shared_memory(int bytes) const {
-  if (bytes < 0) throw ValueError(fmt::format("kernel '{}': max dynamic shared memory {} is negative", name(), bytes));
-  state_->on(current_device()).function.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+  if (bytes < 0)
+    throw ValueError(
+        fmt::format("kernel '{}': max dynamic shared memory {} is negative", name(), bytes));
+  state_->on(current_device())
+      .function.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
 
 void RawKernel::set_preferred_shared_memory_carveout(int percent) const {
   if (percent < -1 || percent > 100)
-    throw ValueError(fmt::format("kernel '{}': shared memory carveout {} is not -1 or a percent "
-                                 "0..100", name(), percent));
-  state_->on(current_device()).function.set_attribute(
-      CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent);
+    throw ValueError(
+        fmt::format("kernel '{}': shared memory carveout {} is not -1 or a percent "
+                    "0..100",
+                    name(), percent));
+  state_->on(current_device())
+      .function.set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent);
 }
 
 const std::string& RawKernel::name() const noexcept { return state_->name; }

@@ -34,17 +34,19 @@ ndarray RawModule::get_global(std::string_view name, dtype t, std::optional<Shap
   const std::size_t item = t.itemsize();
   if (!shape) {
     if (bytes % item != 0)
-      throw ValueError(fmt::format("get_global('{}'): the variable is {} bytes, not a whole "
-                                   "number of {} ({} bytes)",
-                                   name, bytes, t.name(), item));
+      throw ValueError(
+          fmt::format("get_global('{}'): the variable is {} bytes, not a whole "
+                      "number of {} ({} bytes)",
+                      name, bytes, t.name(), item));
     shape = Shape{std::int64_t(bytes / item)};
   }
   std::int64_t n = 1;
   for (int d = 0; d < shape->size(); ++d) n *= (*shape)[d];
   if (std::size_t(n) * item != bytes)
-    throw ValueError(fmt::format("get_global('{}'): the variable is {} bytes, but a {} view of "
-                                 "shape {} is {} bytes",
-                                 name, bytes, t.name(), shape->str(), std::size_t(n) * item));
+    throw ValueError(
+        fmt::format("get_global('{}'): the variable is {} bytes, but a {} view of "
+                    "shape {} is {} bytes",
+                    name, bytes, t.name(), shape->str(), std::size_t(n) * item));
   auto buffer = Buffer::borrow(ptr, bytes, device, m.module);
   return ndarray(std::move(buffer), *shape, c_strides(*shape, std::int64_t(item)), 0, t);
 }
@@ -62,7 +64,8 @@ std::vector<std::filesystem::path> RawModule::headers() const { return src_->hea
 
 Hash128 RawModule::cache_key(int arch) const {
   if (src_->kind != detail::RawSource::Kind::source)
-    throw ValueError(fmt::format("module {} is a compiled file: it has no compile cache key", src_->origin));
+    throw ValueError(
+        fmt::format("module {} is a compiled file: it has no compile cache key", src_->origin));
   return cache::cache_key(src_->request(arch));
 }
 

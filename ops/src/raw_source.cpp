@@ -1,11 +1,11 @@
 #include "raw_source.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "kiln/cache/cache_key.hpp"
 #include "kiln/codegen/nvrtc_defaults.hpp"
@@ -66,7 +66,9 @@ std::vector<Include> includes_of(std::string_view text) {
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     std::size_t k = 0;
-    auto skip = [&] { while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k; };
+    auto skip = [&] {
+      while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
+    };
     skip();
     if (k >= line.size() || line[k] != '#') continue;
     ++k;
@@ -169,7 +171,8 @@ std::shared_ptr<RawSource> RawSource::from_code(std::string code, raw_options&& 
   // plus --std=c++17 when no standard is named (CCCL headers need C++17).
   (void)codegen::with_nvrtc_defaults(opts.options);
   bool has_std = false;
-  for (const auto& o : opts.options) has_std = has_std || o.starts_with("-std") || o.starts_with("--std");
+  for (const auto& o : opts.options)
+    has_std = has_std || o.starts_with("-std") || o.starts_with("--std");
   if (!has_std) s->options.push_back("--std=c++17");
   if (!dir.empty()) s->options.push_back("-I" + dir.string());
   s->options.insert(s->options.end(), opts.options.begin(), opts.options.end());
@@ -189,9 +192,12 @@ std::shared_ptr<RawSource> RawSource::from_file(const fs::path& path, raw_option
     throw ValueError(fmt::format("cannot read CUDA file '{}'", path.string()));
   const std::string ext = path.extension().string();
   Kind kind = Kind::source;
-  if (ext == ".cubin") kind = Kind::cubin;
-  else if (ext == ".ptx") kind = Kind::ptx;
-  else if (ext == ".fatbin") kind = Kind::fatbin;
+  if (ext == ".cubin")
+    kind = Kind::cubin;
+  else if (ext == ".ptx")
+    kind = Kind::ptx;
+  else if (ext == ".fatbin")
+    kind = Kind::fatbin;
   if (kind == Kind::source) {
     std::error_code ec;
     const fs::path abs = fs::absolute(path, ec);
@@ -199,9 +205,10 @@ std::shared_ptr<RawSource> RawSource::from_file(const fs::path& path, raw_option
                      (ec ? path : abs).parent_path());
   }
   if (!opts.name_expressions.empty() || !opts.options.empty())
-    throw ValueError(fmt::format("'{}' is a compiled {} file: NVRTC options and name expressions "
-                                 "apply to source code only (.cu)",
-                                 path.string(), ext.substr(1)));
+    throw ValueError(
+        fmt::format("'{}' is a compiled {} file: NVRTC options and name expressions "
+                    "apply to source code only (.cu)",
+                    path.string(), ext.substr(1)));
   if (bytes->empty()) throw ValueError(fmt::format("CUDA file '{}' is empty", path.string()));
   auto s = std::make_shared<RawSource>();
   s->kind = kind;
@@ -231,7 +238,8 @@ const LoadedKernel& RawSource::module_on(int device) const {
       k.module = Module::load(code, device);
       return k;
     }
-    return compile_and_load(device, [&](int arch) { return request(arch); }, false);
+    return compile_and_load(
+        device, [&](int arch) { return request(arch); }, false);
   });
 }
 
@@ -244,8 +252,8 @@ std::string RawSource::symbol(const LoadedKernel& module, std::string_view name)
 
 std::string RawSource::missing_message(const LoadedKernel& module, std::string_view what,
                                        std::string_view name) const {
-  return missing_name_message(origin, what, name, module.module->function_names(),
-                              name_expressions, module.lowered_names);
+  return missing_name_message(origin, what, name, module.module->function_names(), name_expressions,
+                              module.lowered_names);
 }
 
 }  // namespace detail

@@ -1,8 +1,8 @@
 // RawKernel / RawModule on a GPU: results against host references on random data (never
 // zeros), outputs poisoned before each run.
-#include <catch2/catch.hpp>
 #include <nvrtc.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -68,10 +68,11 @@ extern "C" __global__ void scalars(bool b, signed char i8, unsigned char u8, sho
   const Mixed s{int(r[13] * 1000), r[14], char(r[15])};
   k(dim3(1), dim3(1), true, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, f16, b16, s, out);
   const auto got = out.get<double>();
-  const std::vector<double> want = {1, double(i8), double(u8), double(i16), double(u16),
-                                    double(i32), double(u32), double(i64), double(u64),
-                                    double(f32), f64, double(float(f16)), double(float(b16)),
-                                    double(s.a), s.b, double(s.c)};
+  const std::vector<double> want = {
+      1,           double(i8),         double(u8),         double(i16), double(u16),
+      double(i32), double(u32),        double(i64),        double(u64), double(f32),
+      f64,         double(float(f16)), double(float(b16)), double(s.a), s.b,
+      double(s.c)};
   CHECK(got == want);
 }
 
@@ -97,8 +98,8 @@ TEST_CASE("raw kernels launch over 2-D and 3-D grids and blocks", "[ops][raw][gp
         z = blockIdx.z * blockDim.z + threadIdx.z;
     if (x < nx && y < ny && z < nz) out[(z * ny + y) * nx + x] = x + 1000 * y + 1000000 * z; })",
               "where");
-  for (auto [grid, block, nz] : {std::tuple{dim3(3, 5), dim3(16, 8), 1},
-                                 std::tuple{dim3(2, 3, 4), dim3(8, 4, 2), 7}}) {
+  for (auto [grid, block, nz] :
+       {std::tuple{dim3(3, 5), dim3(16, 8), 1}, std::tuple{dim3(2, 3, 4), dim3(8, 4, 2), 7}}) {
     const int nx = 37, ny = 29;
     ndarray out = poisoned({nz, ny, nx}, int32);
     k(grid, block, out, nx, ny, nz);
@@ -146,8 +147,9 @@ template <class T, class U> __global__ void axpy(T* y, const U* x, T a, int n) {
   for (int i = 0; i < n; ++i) want[i] = hy[i] + 1.5f * float(hx[i]);
   CHECK(y.get<float>() == want);
   CHECK(m.lowered_name("axpy< double , float >").starts_with("_Z4axpyIdfEv"));
-  KILN_CHECK_THROWS(m.get_function("axpy<int,int>")(dim3(1), dim3(1), y, x, 1, n), ValueError,
-                    Contains("has no kernel 'axpy<int,int>'") && Contains("axpy<float,double> -> _Z"));
+  KILN_CHECK_THROWS(
+      m.get_function("axpy<int,int>")(dim3(1), dim3(1), y, x, 1, n), ValueError,
+      Contains("has no kernel 'axpy<int,int>'") && Contains("axpy<float,double> -> _Z"));
 }
 
 TEST_CASE("get_global reads and writes a __constant__ array", "[ops][raw][gpu]") {
@@ -268,8 +270,9 @@ TEST_CASE("raw kernels load from .cubin and .ptx files", "[ops][raw][gpu]") {
     std::vector<float> want(n);
     for (int i = 0; i < n; ++i) want[i] = hx[i] * 3.0f;
     CHECK(x.get<float>() == want);
-    KILN_CHECK_THROWS(RawModule::from_file(dir.path() / file).get_function("nope")(dim3(1), dim3(1), x, n),
-                      ValueError, Contains("has no kernel 'nope'") && Contains("triple"));
+    KILN_CHECK_THROWS(
+        RawModule::from_file(dir.path() / file).get_function("nope")(dim3(1), dim3(1), x, n),
+        ValueError, Contains("has no kernel 'nope'") && Contains("triple"));
   }
 }
 

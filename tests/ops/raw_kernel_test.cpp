@@ -1,10 +1,10 @@
 // RawKernel / RawModule without a GPU: NVRTC compiles, name expressions, cache entries keep
 // lowered names across processes, user-header contents in the key, files, every message.
-#include <catch2/catch.hpp>
 #include <nvrtc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -64,7 +64,8 @@ TEST_CASE("a RawModule's template instantiations compile and spelling variants s
   CHECK(a.cache_key(90) != a.cache_key(80));
   const auto reqs = a.compile_requests(90);
   REQUIRE(reqs.size() == 1);
-  CHECK(reqs[0].name_expressions == std::vector<std::string>{"axpy<float,double>", "axpy<double,float>"});
+  CHECK(reqs[0].name_expressions ==
+        std::vector<std::string>{"axpy<float,double>", "axpy<double,float>"});
   const auto bin = cache::nvrtc_compile(reqs[0]);
   REQUIRE(bin.lowered_names.size() == 2);
   CHECK(bin.lowered_names[0].starts_with("_Z4axpyIfdEv"));
@@ -82,7 +83,8 @@ TEST_CASE("a RawKernel's extern \"C\" name lowers to itself and compiles", "[ops
   CHECK(bin.lowered_names[0] == "my_add");
   // A template RawKernel names its instantiation directly.
   RawKernel t(kTemplates, "axpy<float, float>");
-  CHECK(cache::nvrtc_compile(t.compile_requests(90)[0]).lowered_names[0].starts_with("_Z4axpyIffEv"));
+  CHECK(
+      cache::nvrtc_compile(t.compile_requests(90)[0]).lowered_names[0].starts_with("_Z4axpyIffEv"));
 }
 
 TEST_CASE("lowered names are kept in the disk entry: a second process compiles nothing",
@@ -145,17 +147,17 @@ TEST_CASE("a header NVRTC cannot find is a CompileError naming it", "[ops][raw]"
   RawModule m("#include \"kiln_no_such_header.h\"\n__global__ void k() {}\n",
               {.options = {"-I/tmp/kiln-nowhere"}});
   const auto req = m.compile_requests(90).at(0);
-  KILN_CHECK_THROWS(cache::nvrtc_compile(req), CompileError,
-                    Contains("header 'kiln_no_such_header.h' was not found") &&
-                        Contains("-I/tmp/kiln-nowhere"));
+  KILN_CHECK_THROWS(
+      cache::nvrtc_compile(req), CompileError,
+      Contains("header 'kiln_no_such_header.h' was not found") && Contains("-I/tmp/kiln-nowhere"));
 }
 
 TEST_CASE("a raw compile error has the log, the options and the numbered source", "[ops][raw]") {
   RawKernel k("extern \"C\" __global__ void bad(float* x) {\n  x[0] = undeclared;\n}\n", "bad",
               {.options = {"-DFOO=1"}});
   KILN_CHECK_THROWS(cache::nvrtc_compile(k.compile_requests(90).at(0)), CompileError,
-                    Contains("undeclared") && Contains("--- options ---") &&
-                        Contains("-DFOO=1") && Contains("2 |   x[0] = undeclared;"));
+                    Contains("undeclared") && Contains("--- options ---") && Contains("-DFOO=1") &&
+                        Contains("2 |   x[0] = undeclared;"));
 }
 
 TEST_CASE("raw kernels may include CUDA's headers: fp16, bf16, cuda/std, CUB, cooperative groups",
@@ -197,7 +199,8 @@ TEST_CASE("raw modules load .cu files with their relative headers; binaries are 
   // A .cubin and a .ptx made by NVRTC: nothing to compile, no options allowed.
   write(dir.path() / "k.cubin", bin.cubin);
   nvrtcProgram prog;
-  REQUIRE(nvrtcCreateProgram(&prog, reqs[0].source.c_str(), "k.cu", 0, nullptr, nullptr) == NVRTC_SUCCESS);
+  REQUIRE(nvrtcCreateProgram(&prog, reqs[0].source.c_str(), "k.cu", 0, nullptr, nullptr) ==
+          NVRTC_SUCCESS);
   const std::string inc = "-I" + dir.path().string();
   const char* opts[] = {"-arch=compute_90", inc.c_str()};
   REQUIRE(nvrtcCompileProgram(prog, 2, opts) == NVRTC_SUCCESS);
@@ -215,7 +218,8 @@ TEST_CASE("raw modules load .cu files with their relative headers; binaries are 
   KILN_CHECK_THROWS(RawModule::from_file(dir.path() / "missing.cu"), ValueError,
                     Contains("cannot read CUDA file") && Contains("missing.cu"));
   write(dir.path() / "empty.ptx", "");
-  KILN_CHECK_THROWS(RawModule::from_file(dir.path() / "empty.ptx"), ValueError, Contains("is empty"));
+  KILN_CHECK_THROWS(RawModule::from_file(dir.path() / "empty.ptx"), ValueError,
+                    Contains("is empty"));
 }
 
 TEST_CASE("raw kernel definitions reject bad options before any compile", "[ops][raw]") {
@@ -226,8 +230,7 @@ TEST_CASE("raw kernel definitions reject bad options before any compile", "[ops]
                     Contains("empty name expression"));
 }
 
-TEST_CASE("raw launch arguments are checked against the driver's parameter layout",
-          "[ops][raw]") {
+TEST_CASE("raw launch arguments are checked against the driver's parameter layout", "[ops][raw]") {
   const ParamSlot layout[] = {{0, 8}, {8, 8}, {16, 4}};  // (float*, size_t, float)
   float* p = nullptr;
   std::size_t n = 4;
@@ -290,8 +293,8 @@ TEST_CASE("raw module messages name what is missing and what there is", "[ops][r
                                      {"axpy<float,float>"}, {"_Z4axpyIffEvPT_PKT0_S0_i"}) ==
         "module <string> has no kernel 'axpy'; its kernels: _Z3fooPf, bar; name expressions: "
         "axpy<float,float> -> _Z4axpyIffEvPT_PKT0_S0_i");
-  CHECK_THAT(detail::missing_name_message("m.cubin", "__device__ or __constant__ variable", "x",
-                                          {}, {}, {}),
+  CHECK_THAT(detail::missing_name_message("m.cubin", "__device__ or __constant__ variable", "x", {},
+                                          {}, {}),
              Contains("has no __device__ or __constant__ variable 'x'") &&
                  Contains("needs a name expression"));
   CHECK_THAT(detail::cooperative_too_big("sync", dim3(2000), dim3(256), 0, 8, 132),

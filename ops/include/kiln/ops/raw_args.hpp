@@ -33,37 +33,55 @@ constexpr std::string_view pretty_type_name() {
 template <class T>
 constexpr std::string_view type_name() {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<U, bool>) return "bool";
-  else if constexpr (std::is_same_v<U, char>) return "char";
-  else if constexpr (std::is_same_v<U, std::int8_t>) return "int8_t";
-  else if constexpr (std::is_same_v<U, std::uint8_t>) return "uint8_t";
-  else if constexpr (std::is_same_v<U, std::int16_t>) return "int16_t";
-  else if constexpr (std::is_same_v<U, std::uint16_t>) return "uint16_t";
-  else if constexpr (std::is_same_v<U, std::int32_t>) return "int32_t (int)";
-  else if constexpr (std::is_same_v<U, std::uint32_t>) return "uint32_t (unsigned int)";
-  else if constexpr (std::is_same_v<U, std::int64_t>) return "int64_t";
-  else if constexpr (std::is_same_v<U, std::uint64_t>) return "uint64_t (size_t)";
-  else if constexpr (std::is_same_v<U, float>) return "float";
-  else if constexpr (std::is_same_v<U, double>) return "double";
-  else if constexpr (std::is_same_v<U, half>) return "kiln::half";
-  else if constexpr (std::is_same_v<U, bf16>) return "kiln::bf16";
-  else return detail::pretty_type_name<U>();
+  if constexpr (std::is_same_v<U, bool>)
+    return "bool";
+  else if constexpr (std::is_same_v<U, char>)
+    return "char";
+  else if constexpr (std::is_same_v<U, std::int8_t>)
+    return "int8_t";
+  else if constexpr (std::is_same_v<U, std::uint8_t>)
+    return "uint8_t";
+  else if constexpr (std::is_same_v<U, std::int16_t>)
+    return "int16_t";
+  else if constexpr (std::is_same_v<U, std::uint16_t>)
+    return "uint16_t";
+  else if constexpr (std::is_same_v<U, std::int32_t>)
+    return "int32_t (int)";
+  else if constexpr (std::is_same_v<U, std::uint32_t>)
+    return "uint32_t (unsigned int)";
+  else if constexpr (std::is_same_v<U, std::int64_t>)
+    return "int64_t";
+  else if constexpr (std::is_same_v<U, std::uint64_t>)
+    return "uint64_t (size_t)";
+  else if constexpr (std::is_same_v<U, float>)
+    return "float";
+  else if constexpr (std::is_same_v<U, double>)
+    return "double";
+  else if constexpr (std::is_same_v<U, half>)
+    return "kiln::half";
+  else if constexpr (std::is_same_v<U, bf16>)
+    return "kiln::bf16";
+  else
+    return detail::pretty_type_name<U>();
 }
 
 class raw_arg {
  public:
   /// The array's device pointer (element 0 of the view).
   raw_arg(const ndarray& a) noexcept  // NOLINT
-      : pointer_(a.data()), size_(sizeof(void*)), align_(alignof(void*)),
-        type_("ndarray (a device pointer)"), is_array_(true) {}
+      : pointer_(a.data()),
+        size_(sizeof(void*)),
+        align_(alignof(void*)),
+        type_("ndarray (a device pointer)"),
+        is_array_(true) {}
   raw_arg(const kernel_result& r) noexcept : raw_arg(r.array()) {}  // NOLINT
   /// The trailing per-launch options (shared_mem, stream).
   raw_arg(const launch_options& o) noexcept : options_(&o) {}  // NOLINT
   /// Any other trivially copyable value, by its bytes.
   template <class T>
-    requires(std::is_trivially_copyable_v<T> && !std::is_same_v<T, scalar> &&
-             !std::is_same_v<T, launch_options> && !std::is_base_of_v<ndarray, T>)
-  raw_arg(const T& v) noexcept  // NOLINT
+  requires(std::is_trivially_copyable_v<T> && !std::is_same_v<T, scalar> &&
+           !std::is_same_v<T, launch_options> && !std::is_base_of_v<ndarray, T>) raw_arg(const T& v)
+  noexcept  // NOLINT
       : value_(&v), size_(sizeof(T)), align_(alignof(T)), type_(type_name<T>()) {}
 
   /// Where the argument's bytes are (what cuLaunchKernel's kernelParams entry points to).

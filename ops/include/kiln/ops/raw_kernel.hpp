@@ -9,7 +9,8 @@
 //       if (i < n) z[i] = x[i] + y[i];
 //     })", "my_add");
 //   add({(n + 255) / 256}, {256}, x, y, z, std::size_t(n));          // 1-3-D grid and block
-//   add(grid, block, x, y, z, std::size_t(n), kiln::launch_options{.shared_mem = 4096, .stream = &s});
+//   add(grid, block, x, y, z, std::size_t(n), kiln::launch_options{.shared_mem = 4096, .stream =
+//   &s});
 //
 // Arguments (see raw_args.hpp): ndarrays pass their device pointer, other values their bytes.
 // Each launch is checked against the parameter layout the driver reports for the loaded
@@ -26,6 +27,8 @@
 // Cost: the first launch per device compiles (or loads from the disk cache) and loads; later
 // launches find the loaded kernel by a pointer per device, check the arguments and call
 // cuLaunchKernel: no strings, no allocation, no locks.
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -33,8 +36,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "kiln/cache/compile_request.hpp"
 #include "kiln/ops/raw_args.hpp"
