@@ -90,6 +90,17 @@ def cupy_cases():
     # Bursts shorter than the launch queue: host cost, not tiny-kernel GPU throughput.
     out["hit_call_host_us_given_out_burst"] = ("us", host_us(lambda: k(x1, y1, z1), 200, 51))
     out["hit_call_host_us_alloc_out_burst"] = ("us", host_us(lambda: k(x1, y1), 200, 51))
+    # RawKernel: CuPy's docs my_add on 25 elements (a cache hit), and its cold compile below.
+    my_add_src = r'''extern "C" __global__
+void my_add(const float* x1, const float* x2, float* y) {
+    int tid = blockDim.x * blockIdx.x + threadIdx.x;
+    y[tid] = x1[tid] + x2[tid];
+}
+'''
+    raw = cp.RawKernel(my_add_src, "my_add")
+    r1, r2 = cp.arange(25, dtype=cp.float32), cp.ones(25, dtype=cp.float32)
+    ry = cp.empty_like(r1)
+    out["raw_hit_launch_host_us_burst"] = ("us", host_us(lambda: raw((5,), (5,), (r1, r2, ry)), 200, 51))
     # Cold compile of a new kernel (a fresh cache folder) and an in-memory hit.
     os.environ["CUPY_CACHE_DIR"] = tempfile.mkdtemp()
     nonce = str(time.time_ns())
@@ -98,6 +109,11 @@ def cupy_cases():
     kc(x1)
     cp.cuda.Stream.null.synchronize()
     out["cold_compile_ms"] = ("ms", (time.perf_counter() - t0) * 1e3)
+    raw_cold = cp.RawKernel(my_add_src + f"// nonce {nonce}\n", "my_add")
+    t0 = time.perf_counter()
+    raw_cold((5,), (5,), (r1, r2, ry))
+    cp.cuda.Stream.null.synchronize()
+    out["raw_cold_compile_ms"] = ("ms", (time.perf_counter() - t0) * 1e3)
     return out
 
 

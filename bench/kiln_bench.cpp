@@ -424,6 +424,55 @@ void case_strided() {
   if (!ok) g_errors.push_back(R"({"case": "strided_transpose_8192sq_f32", "error": "wrong results"})");
 }
 
+// 7. RawKernel: host cost of a cache-hit launch of CuPy's docs `my_add` on 25 elements against
+// cuLaunchKernel of the same cubin with the same arguments, and its cold compile.
+const char* kMyAddSource = R"(extern "C" __global__
+void my_add(const float* x1, const float* x2, float* y) {
+    int tid = blockDim.x * blockIdx.x + threadIdx.x;
+    y[tid] = x1[tid] + x2[tid];
+}
+)";
+
+void case_raw_kernel() {
+  const int dev = current_device();
+  const cudaStream_t s = current_stream_handle();
+  // Cold: a source never seen by this run's fresh cache (nonce comment), construct to synced result.
+  char nonce[64];
+  std::snprintf(nonce, sizeof nonce, "// nonce %llx_%d\n",
+                (unsigned long long)clock_type::now().time_since_epoch().count(), int(getpid()));
+  ndarray x1 = asarray<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+                               20, 21, 22, 23, 24, 25});
+  ndarray x2 = asarray<float>(std::vector<float>(25, 0.5f)), y(Shape{25}, float32);
+  current_stream().synchronize();
+  auto& st = cache::stats();
+  const auto compiles0 = st.nvrtc_compiles.load();
+  auto t0 = clock_type::now();
+  RawKernel cold(std::string(kMyAddSource) + nonce, "my_add");
+  cold(dim3(5), dim3(5), x1, x2, y);
+  current_stream().synchronize();
+  const double cold_ms = seconds_since(t0) * 1e3;
+  const bool ok = y.get<float>()[24] == 25.5f;
+  add_case("raw_cold_compile_ms", "ms", cold_ms)
+      .add("nvrtc_compiles", std::int64_t(st.nvrtc_compiles.load() - compiles0))
+      .add("correct", ok);
+
+  RawKernel k(kMyAddSource, "my_add");
+  k(dim3(5), dim3(5), x1, x2, y);
+  auto mod = Module::load(
+      cache::nvrtc_compile(k.compile_requests(device_properties(dev).arch()).at(0)).cubin, dev);
+  const Function f = mod->function("my_add");
+  void *p1 = x1.data(), *p2 = x2.data(), *py = y.data();
+  void* args[] = {&p1, &p2, &py};
+  constexpr int kBurst = 200, kRounds = 51;
+  const double hit = bench::median_host_us([&] { k(dim3(5), dim3(5), x1, x2, y); }, kBurst, kRounds);
+  const double bare =
+      bench::median_host_us([&] { f.launch(dim3(5), dim3(5), args, 0, s); }, kBurst, kRounds);
+  synchronize_device();
+  add_case("raw_hit_launch_host_us_burst", "us", hit);
+  add_case("raw_bare_cuLaunchKernel_us_burst", "us", bare);
+  add_case("raw_hit_over_bare_burst", "x", hit / bare).add("target", 1.1);
+}
+
 // ---------------------------------------------------------------- modes
 
 // The child of case 5: a fresh process whose first call of the nonce kernel must hit the disk
@@ -490,6 +539,10 @@ int compile_check(int arch) {
       if (bin.cubin.empty()) throw std::runtime_error("empty cubin for " + it.k->name());
       ++n;
     }
+  for (const auto& req : RawKernel(kMyAddSource, "my_add").compile_requests(arch)) {
+    if (cache::nvrtc_compile(req).cubin.empty()) throw std::runtime_error("empty cubin for my_add");
+    ++n;
+  }
   std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d}\n", arch, n);
   return 0;
 }
@@ -553,6 +606,7 @@ int main(int argc, char** argv) {
   run_group("strided_transpose_8192sq_f32", case_strided);
   run_group("hit_calls", case_hit_calls);
   run_group("cold", [&] { case_cold(cache_dir); });
+  run_group("raw_kernel", case_raw_kernel);
 
   std::string out = fmt::format("{{\"device\": {}, \"device_info\": {}, ", device_json, device_info);
   out += fmt::format("\"wall_s\": {}, \"cases\": [", json_number(seconds_since(t_start)));

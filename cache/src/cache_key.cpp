@@ -14,6 +14,8 @@ Key cache_key(const CompileRequest& req, std::string_view nvrtc_full_version) {
   h.u64(req.name_expressions.size());
   for (const auto& n : req.name_expressions) h.str(n);
   h.str(nvrtc_full_version);
+  // Only when set, so the keys of every request without it stay what they were.
+  if (!req.key_extra.empty()) h.str(req.key_extra);
   return h.digest();
 }
 

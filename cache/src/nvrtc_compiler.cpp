@@ -220,6 +220,23 @@ Binary nvrtc_compile(const CompileRequest& req) {
     for (const auto& o : opts) msg += o + '\n';
     msg += "--- NVRTC log ---\n" + log;
     if (!log.empty() && log.back() != '\n') msg += '\n';
+    // NVRTC says `cannot open source file "x.h"`: name the header and where kiln looked.
+    const std::string_view miss = "cannot open source file \"";
+    if (const auto at = log.find(miss); at != std::string::npos) {
+      const auto end = log.find('"', at + miss.size());
+      msg += "kiln: header '" + log.substr(at + miss.size(), end - at - miss.size()) +
+             "' was not found; include folders: ";
+      bool any = false;
+      for (std::size_t k = 0; k < opts.size(); ++k)
+        if (opts[k].starts_with("-I") || opts[k].starts_with("--include-path")) {
+          msg += (any ? ", " : "") + opts[k];
+          any = true;
+        }
+      msg += "\n";
+    }
+    msg += "--- options ---\n";
+    for (const auto& o : opts) msg += o + ' ';
+    msg += '\n';
     msg += "--- source ---\n" + number_lines(req.source);
     throw kiln::CompileError(std::move(msg), log, req.source);
   }

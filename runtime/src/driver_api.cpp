@@ -9,6 +9,20 @@
 namespace kiln::detail {
 namespace {
 
+// An entry point added after CUDA 12.0: nullptr (not an error) when the driver is older.
+template <class Fn>
+void fetch_optional(Fn& fn, const char* symbol, unsigned version) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult status{};
+  const cudaError_t e =
+      cudaGetDriverEntryPointByVersion(symbol, &p, version, cudaEnableDefault, &status);
+  if (e != cudaSuccess || status != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    p = nullptr;
+  }
+  fn = reinterpret_cast<Fn>(p);
+}
+
 template <class Fn>
 void fetch(Fn& fn, const char* symbol) {
   void* p = nullptr;
@@ -36,6 +50,14 @@ const DriverApi& driver() {
     fetch(d.cuFuncGetAttribute, "cuFuncGetAttribute");
     fetch(d.cuGetErrorName, "cuGetErrorName");
     fetch(d.cuGetErrorString, "cuGetErrorString");
+    fetch(d.cuFuncSetAttribute, "cuFuncSetAttribute");
+    fetch(d.cuModuleGetGlobal, "cuModuleGetGlobal");
+    fetch(d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel");
+    fetch(d.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    fetch_optional(d.cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040);
+    fetch_optional(d.cuModuleGetFunctionCount, "cuModuleGetFunctionCount", 12040);
+    fetch_optional(d.cuModuleEnumerateFunctions, "cuModuleEnumerateFunctions", 12040);
+    fetch_optional(d.cuFuncGetName, "cuFuncGetName", 12030);
     return d;
   }();
   return api;

@@ -99,6 +99,13 @@ Buffer::Buffer(std::size_t bytes, int device, Stream stream)
   ptr_ = get_memory_pool(device).allocate(bytes, stream_.handle());
 }
 
-Buffer::~Buffer() { get_memory_pool(device_).deallocate(ptr_, stream_.handle()); }
+std::shared_ptr<Buffer> Buffer::borrow(void* ptr, std::size_t bytes, int device,
+                                       std::shared_ptr<const void> owner) {
+  return std::shared_ptr<Buffer>(new Buffer(ptr, bytes, device, std::move(owner)));
+}
+
+Buffer::~Buffer() {
+  if (!borrowed_) get_memory_pool(device_).deallocate(ptr_, stream_.handle());
+}
 
 }  // namespace kiln

@@ -25,6 +25,54 @@ void Function::launch(dim3 grid, dim3 block, void** args, std::size_t shared_byt
   if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuLaunchKernel");
 }
 
+void Function::launch_cooperative(dim3 grid, dim3 block, void** args, std::size_t shared_bytes,
+                                  cudaStream_t stream) const {
+  auto go = [&] {
+    return driver().cuLaunchCooperativeKernel(f_, grid.x, grid.y, grid.z, block.x, block.y,
+                                              block.z, unsigned(shared_bytes), stream, args);
+  };
+  CUresult r = go();
+  if (r == CUDA_ERROR_INVALID_CONTEXT) {
+    KILN_CUDA(cudaFree(nullptr));
+    r = go();
+  }
+  if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuLaunchCooperativeKernel");
+}
+
+int Function::attribute(int attr) const {
+  int v = 0;
+  CUresult r = driver().cuFuncGetAttribute(&v, CUfunction_attribute(attr), f_);
+  if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuFuncGetAttribute");
+  return v;
+}
+
+void Function::set_attribute(int attr, int value) const {
+  CUresult r = driver().cuFuncSetAttribute(f_, CUfunction_attribute(attr), value);
+  if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuFuncSetAttribute");
+}
+
+std::optional<std::vector<ParamSlot>> Function::param_layout() const {
+  if (!driver().cuFuncGetParamInfo) return std::nullopt;
+  std::vector<ParamSlot> out;
+  for (std::size_t k = 0;; ++k) {
+    std::size_t offset = 0, size = 0;
+    const CUresult r = driver().cuFuncGetParamInfo(f_, k, &offset, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+    if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuFuncGetParamInfo");
+    out.push_back({std::uint32_t(offset), std::uint32_t(size)});
+  }
+  return out;
+}
+
+int Function::max_active_blocks_per_multiprocessor(int block_threads,
+                                                   std::size_t shared_bytes) const {
+  int n = 0;
+  CUresult r =
+      driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f_, block_threads, shared_bytes);
+  if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  return n;
+}
+
 int Function::max_threads_per_block() const {
   int v = 0;
   CUresult r = driver().cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f_);
@@ -59,6 +107,39 @@ Function Module::function(const std::string& name) const {
     throw CudaError(fmt::format("the loaded module has no kernel named '{}'", name), int(r));
   if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuModuleGetFunction");
   return Function(f);
+}
+
+Function Module::find_function(const std::string& name) const {
+  CUfunction f = nullptr;
+  CUresult r = driver().cuModuleGetFunction(&f, m_, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) return Function();
+  if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuModuleGetFunction");
+  return Function(f);
+}
+
+std::optional<std::pair<void*, std::size_t>> Module::global(const std::string& name) const {
+  CUdeviceptr p = 0;
+  std::size_t bytes = 0;
+  CUresult r = driver().cuModuleGetGlobal(&p, &bytes, m_, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) return std::nullopt;
+  if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuModuleGetGlobal");
+  return std::pair<void*, std::size_t>(reinterpret_cast<void*>(p), bytes);
+}
+
+std::vector<std::string> Module::function_names() const {
+  const auto& d = driver();
+  std::vector<std::string> out;
+  unsigned count = 0;
+  if (!d.cuModuleGetFunctionCount || !d.cuModuleEnumerateFunctions || !d.cuFuncGetName ||
+      d.cuModuleGetFunctionCount(&count, m_) != CUDA_SUCCESS)
+    return out;
+  std::vector<CUfunction> fs(count);
+  if (count == 0 || d.cuModuleEnumerateFunctions(fs.data(), count, m_) != CUDA_SUCCESS) return out;
+  for (CUfunction f : fs) {
+    const char* n = nullptr;
+    if (d.cuFuncGetName(&n, f) == CUDA_SUCCESS && n) out.emplace_back(n);
+  }
+  return out;
 }
 
 }  // namespace kiln

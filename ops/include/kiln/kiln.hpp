@@ -13,3 +13,5 @@
 #include "kiln/ops/creation.hpp"
 #include "kiln/ops/ahead_of_time.hpp"
 #include "kiln/ops/elementwise_kernel.hpp"
+#include "kiln/ops/raw_kernel.hpp"
+#include "kiln/ops/raw_module.hpp"

@@ -16,7 +16,10 @@ cache::MemoryCache<LoadedKernel>& loaded_cache() {
   return *cache;
 }
 
-LoadedKernel load(int device, MakeRequest make, const void* context) {
+}  // namespace
+
+LoadedKernel compile_and_load(int device, MakeRequest make, const void* context,
+                              bool entry_function) {
   const int arch = device_properties(device).arch();
   const cache::CompileRequest req = make(context, arch);
   logger().debug("kernel '{}': compiling or loading for sm_{} on device {}", req.kernel_name, arch,
@@ -24,15 +27,15 @@ LoadedKernel load(int device, MakeRequest make, const void* context) {
   cache::Binary bin = cache::compile_cached(req);
   LoadedKernel out;
   out.module = Module::load(bin.cubin, device);
-  const std::string& entry =
-      req.name_expressions.empty() ? req.kernel_name : bin.lowered_names.front();
-  out.function = out.module->function(entry);
-  out.max_threads_per_block = out.function.max_threads_per_block();
+  if (entry_function) {
+    const std::string& entry =
+        req.name_expressions.empty() ? req.kernel_name : bin.lowered_names.front();
+    out.function = out.module->function(entry);
+    out.max_threads_per_block = out.function.max_threads_per_block();
+  }
   out.lowered_names = std::move(bin.lowered_names);
   return out;
 }
-
-}  // namespace
 
 Hash128 kernel_key(const Hash128& definition, std::span<const std::byte> spec, int device) noexcept {
   // definition (16) + device (4) + spec: one XXH3 over a stack buffer.
@@ -55,7 +58,13 @@ const LoadedKernel& loaded_kernel(const Hash128& key, int device, MakeRequest ma
                                   const void* context) {
   auto& cache = loaded_cache();
   if (const LoadedKernel* hit = cache.find(key)) return *hit;
-  return cache.get_or_create(key, [&] { return load(device, make, context); });
+  return cache.get_or_create(key, [&] { return compile_and_load(device, make, context); });
+}
+
+const LoadedKernel& loaded_entry(const Hash128& key, MakeLoaded make, const void* context) {
+  auto& cache = loaded_cache();
+  if (const LoadedKernel* hit = cache.find(key)) return *hit;
+  return cache.get_or_create(key, [&] { return make(context); });
 }
 
 }  // namespace kiln::detail

@@ -26,6 +26,10 @@ struct LoadedKernel {
   Function function;  // the request's kernel_name (or its first lowered name expression)
   int max_threads_per_block = 0;
   std::vector<std::string> lowered_names;  // parallel to the request's name_expressions
+  /// The function's parameter layout from the driver (cuFuncGetParamInfo), fetched once
+  /// when raw kernels load; params_known is false on drivers older than 12.4.
+  std::vector<ParamSlot> params;
+  bool params_known = false;
 };
 
 /// Builds the compile request of a missing kernel for an architecture (e.g. 90).
@@ -48,6 +52,27 @@ template <class F>
 const LoadedKernel& loaded_kernel(const Hash128& key, int device, const F& make) {
   return loaded_kernel(
       key, device, [](const void* f, int arch) { return (*static_cast<const F*>(f))(arch); }, &make);
+}
+
+/// The same cache, for entries a kind builds itself on a miss (a module loaded from a user's
+/// cubin/PTX image, a function looked up in an already loaded module): make(context) runs
+/// at most once per key.
+using MakeLoaded = LoadedKernel (*)(const void* context);
+const LoadedKernel& loaded_entry(const Hash128& key, MakeLoaded make, const void* context);
+template <class F>
+const LoadedKernel& loaded_entry(const Hash128& key, const F& make) {
+  return loaded_entry(key, [](const void* f) { return (*static_cast<const F*>(f))(); }, &make);
+}
+
+/// Compiles (through the disk cache) and loads `make(arch)` on `device` without looking up
+/// or storing anything: the miss path of loaded_kernel, for loaded_entry callers.
+LoadedKernel compile_and_load(int device, MakeRequest make, const void* context,
+                              bool entry_function = true);
+template <class F>
+LoadedKernel compile_and_load(int device, const F& make, bool entry_function = true) {
+  return compile_and_load(
+      device, [](const void* f, int arch) { return (*static_cast<const F*>(f))(arch); }, &make,
+      entry_function);
 }
 
 }  // namespace kiln::detail

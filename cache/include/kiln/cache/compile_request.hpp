@@ -26,6 +26,10 @@ struct CompileRequest {
   /// Template instantiations or overloads to keep, e.g. "f<float>"; their mangled names
   /// come back in Binary::lowered_names, in the same order.
   std::vector<std::string> name_expressions;
+  /// Bytes that change the binary without being in `source` or `options`, e.g. a digest of
+  /// the user headers the source includes: hashed into the key (when not empty), never given
+  /// to NVRTC.
+  std::string key_extra;
 };
 
 }  // namespace kiln::cache

@@ -4,6 +4,8 @@
 //   k(x, y, kiln::launch_options{.block_size = 128});
 //   k(x, y, z, kiln::launch_options{.stream = &s});            // runs on s (s's device must be current)
 //   fill_raw(out, kiln::launch_options{.size = n});              // every array argument is raw
+//   raw(grid, block, x, n, kiln::launch_options{.shared_mem = 64 << 10});   // RawKernel
+#include <cstddef>
 #include <cstdint>
 
 #include "kiln/runtime/stream.hpp"
@@ -20,6 +22,9 @@ struct launch_options {
   /// Stream to run on; nullptr: the current stream of the current device. Outputs kiln
   /// allocates are allocated on it too.
   const Stream* stream = nullptr;
+  /// RawKernel: bytes of dynamic shared memory per block (above 48 KiB kiln raises the
+  /// kernel's limit to what is asked, up to the device's opt-in maximum).
+  std::size_t shared_mem = 0;
 };
 
 }  // namespace kiln

@@ -46,6 +46,10 @@ MemoryPool& get_memory_pool(int device);
 class Buffer {
  public:
   Buffer(std::size_t bytes, int device, Stream stream);
+  /// Device memory kiln does not own (e.g. a module's __device__ variable): never freed;
+  /// `owner` (the module) is kept alive as long as the buffer.
+  static std::shared_ptr<Buffer> borrow(void* ptr, std::size_t bytes, int device,
+                                        std::shared_ptr<const void> owner);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -58,6 +62,11 @@ class Buffer {
   std::size_t bytes_;
   int device_;
   Stream stream_;
+  std::shared_ptr<const void> owner_;  // set for borrowed memory
+  bool borrowed_ = false;
+  Buffer(void* ptr, std::size_t bytes, int device, std::shared_ptr<const void> owner)
+      : ptr_(ptr), bytes_(bytes), device_(device), stream_(Stream::borrow(nullptr, device)),
+        owner_(std::move(owner)), borrowed_(true) {}
 };
 
 }  // namespace kiln

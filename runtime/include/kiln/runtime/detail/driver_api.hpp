@@ -15,6 +15,16 @@ struct DriverApi {
   CUresult (*cuFuncGetAttribute)(int*, CUfunction_attribute, CUfunction);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr*, size_t*, CUmodule, const char*);
+  CUresult (*cuLaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                        unsigned, unsigned, unsigned, CUstream, void**);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t);
+  // Newer entry points (driver >= 12.4): nullptr when the driver lacks them.
+  CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*);
+  CUresult (*cuModuleGetFunctionCount)(unsigned*, CUmodule);
+  CUresult (*cuModuleEnumerateFunctions)(CUfunction*, unsigned, CUmodule);
+  CUresult (*cuFuncGetName)(const char**, CUfunction);
 };
 
 /// Loaded once; throws NoDeviceError when there is no driver.
