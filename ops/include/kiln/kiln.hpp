@@ -13,3 +13,6 @@
 #include "kiln/ops/creation.hpp"
 #include "kiln/ops/ahead_of_time.hpp"
 #include "kiln/ops/elementwise_kernel.hpp"
+#include "kiln/ops/expression.hpp"
+#include "kiln/ops/fuse.hpp"
+#include "kiln/ops/math.hpp"
