@@ -101,6 +101,33 @@ void my_add(const float* x1, const float* x2, float* y) {
     r1, r2 = cp.arange(25, dtype=cp.float32), cp.ones(25, dtype=cp.float32)
     ry = cp.empty_like(r1)
     out["raw_hit_launch_host_us_burst"] = ("us", host_us(lambda: raw((5,), (5,), (r1, r2, ry)), 200, 51))
+    # Fused expressions (kiln's expr_* cases): CuPy eager (one kernel per op) and cupy.fuse.
+    n = 1 << 28
+    x, y = rs.random(n, dtype=cp.float32) * 8 - 4, rs.random(n, dtype=cp.float32) * 8 - 4
+    z = cp.empty_like(x)
+    f = cp.fuse(lambda a, b: cp.sin(a) * 5 + b * b)
+    ms_fuse = device_ms(lambda: f(x, y))
+    ms_eager = device_ms(lambda: cp.sin(x) * 5 + y * y)
+    out["expr_sin5_yy_2^28_f32"] = ("GB/s", 3 * x.nbytes / ms_fuse / 1e6)
+    out["expr_sin5_yy_2^28_f32_eager"] = ("GB/s", 3 * x.nbytes / ms_eager / 1e6)
+    del x, y, z
+    a = rs.random((1000, 500, 500))
+    ms = device_ms(lambda: a.__imul__(5))
+    out["expr_imul5_1000x500x500_f64"] = ("GB/s", 2 * a.nbytes / ms / 1e6)
+
+    def chain():
+        a.__imul__(5)
+        a.__imul__(a)
+        a.__iadd__(a)
+    out["expr_chain_imul_isq_iadd_1000x500x500_f64"] = ("ms", device_ms(chain))
+    del a
+    x1, y1 = cp.ones(1, cp.float32), cp.ones(1, cp.float32)
+    z1 = cp.empty_like(x1)
+    f5 = cp.fuse(lambda a, b: cp.sin(a) * 5 + b * b - 1)
+    f5(x1, y1)
+    # cupy.fuse allocates its output: compare with kiln's alloc_out_us field too.
+    out["expr5_hit_host_us_given_out_burst"] = ("us", host_us(lambda: f5(x1, y1), 200, 51))
+    out["expr5_hit_host_us_eager_burst"] = ("us", host_us(lambda: cp.sin(x1) * 5 + y1 * y1 - 1, 200, 51))
     # Cold compile of a new kernel (a fresh cache folder) and an in-memory hit.
     os.environ["CUPY_CACHE_DIR"] = tempfile.mkdtemp()
     nonce = str(time.time_ns())

@@ -510,6 +510,72 @@ int first_call_only(const std::string& nonce) {
   return 0;
 }
 
+
+// 7. Fused expressions (issue 9): sin(x) * 5 + y * y as one kernel, x *= 5 and the seed's chain
+// through the ndarray operators, and the host cost of a cache-hit 5-node expression.
+void case_expressions() {
+  {
+    const std::int64_t n = std::int64_t(1) << 28;
+    ndarray x(Shape{n}, float32), y(Shape{n}, float32), z(Shape{n}, float32);
+    fill_random(x, -4.0, 4.0, 21);
+    fill_random(y, -4.0, 4.0, 22);
+    fill_random(z, -1.0, -0.5, 23);  // poison
+    kiln::eval_into(kiln::sin(x) * 5 + y * y, z);
+    auto hx = x(slice(0, 1 << 16)).get<float>(), hy = y(slice(0, 1 << 16)).get<float>();
+    auto hz = z(slice(0, 1 << 16)).get<float>();
+    bool ok = true;
+    for (std::size_t j = 0; j < hx.size(); ++j) {
+      const double ref = std::sin(double(hx[j])) * 5 + double(hy[j]) * hy[j];
+      ok = ok && std::abs(hz[j] - ref) <= 1e-5 * std::max(1.0, std::abs(ref));
+    }
+    const double ms = bench::median_device_ms([&] { kiln::eval_into(kiln::sin(x) * 5 + y * y, z); });
+    const double ms_alloc = bench::median_device_ms([&] { ndarray o = kiln::sin(x) * 5 + y * y; });
+    const double gbs = 3.0 * double(x.nbytes()) / ms / 1e6;
+    Case& c = add_case("expr_sin5_yy_2^28_f32", "GB/s", gbs).add("ms", ms).add("ms_alloc_out", ms_alloc)
+                  .add("correct", ok).add("target_ms_h200", 0.84);
+    if (const Case* copy = find_case("copy_2GiB")) c.add("over_copy", gbs / copy->value);
+    if (!ok) g_errors.push_back(R"({"case": "expr_sin5_yy_2^28_f32", "error": "wrong results"})");
+  }
+  {
+    ndarray x(Shape{1000, 500, 500}, float64);
+    fill_random(x, 0.0, 1.0, 24);
+    auto h0 = x(0, 0, slice(0, 500)).get<double>();
+    x *= 5;
+    auto h1 = x(0, 0, slice(0, 500)).get<double>();
+    bool ok = true;
+    for (std::size_t j = 0; j < h0.size(); ++j) ok = ok && h1[j] == h0[j] * 5;
+    const double ms = bench::median_device_ms([&] { x *= 5; });
+    const double gbs = 2.0 * double(x.nbytes()) / ms / 1e6;
+    Case& c = add_case("expr_imul5_1000x500x500_f64", "GB/s", gbs).add("ms", ms).add("correct", ok);
+    if (const Case* copy = find_case("copy_2GiB")) c.add("over_copy", gbs / copy->value);
+    fill_random(x, 0.0, 1.0, 25);
+    // Three statements, three passes (values may overflow to inf after many repeats: same speed).
+    const double chain = bench::median_device_ms([&] {
+      x *= 5;
+      x *= x;
+      x += x;
+    });
+    add_case("expr_chain_imul_isq_iadd_1000x500x500_f64", "ms", chain)
+        .add("over_three_single_passes", chain / (3 * ms));
+    if (!ok) g_errors.push_back(R"({"case": "expr_imul5_1000x500x500_f64", "error": "wrong results"})");
+  }
+  {
+    ndarray x1 = asarray<float>({0.5f}), y1 = asarray<float>({1.5f}), z1(Shape{1}, float32);
+    kiln::eval_into(kiln::sin(x1) * 5 + y1 * y1 - 1, z1);  // compile once
+    const bool ok = std::abs(z1.get<float>()[0] - (std::sin(0.5f) * 5 + 2.25f - 1)) < 1e-5f;
+    constexpr int kBurst = 200, kRounds = 51;
+    const double given = bench::median_host_us(
+        [&] { kiln::eval_into(kiln::sin(x1) * 5 + y1 * y1 - 1, z1); }, kBurst, kRounds);
+    const double alloc = bench::median_host_us(
+        [&] { ndarray o = kiln::sin(x1) * 5 + y1 * y1 - 1; }, kBurst, kRounds);
+    synchronize_device();
+    Case& c = add_case("expr5_hit_host_us_given_out_burst", "us", given).add("correct", ok)
+                  .add("alloc_out_us", alloc).add("target_over_bare", 1.5);
+    if (const Case* bare = find_case("bare_cuLaunchKernel_us_burst"))
+      c.add("over_bare", given / bare->value).add("alloc_over_bare", alloc / bare->value);
+  }
+}
+
 // --compile-check [ARCH]: generates and NVRTC-compiles every kernel above for sm_ARCH (default
 // 90), contiguous (scalar and vector loops) and strided; no GPU needed.
 int compile_check(int arch) {
@@ -542,6 +608,18 @@ int compile_check(int arch) {
   for (const auto& req : RawKernel(kMyAddSource, "my_add").compile_requests(arch)) {
     if (cache::nvrtc_compile(req).cubin.empty()) throw std::runtime_error("empty cubin for my_add");
     ++n;
+  }
+  // The expression kernels the benchmark generates (metadata-only arrays: no GPU).
+  auto meta = [](dtype t) { return ndarray(nullptr, Shape{4}, Shape{std::int64_t(t.itemsize())}, 0, t); };
+  const ndarray xf = meta(float32), yf = meta(float32), xd = meta(float64);
+  for (const expr& e : {kiln::sin(xf) * 5 + yf * yf, kiln::sin(xf) * 5 + yf * yf - 1, xd * 5, xd * xd, xd + xd}) {
+    const auto& k = kiln::expression_kernel(e);
+    std::vector<dtype> dts;
+    for (int j = 0; j < k.nin(); ++j) dts.push_back(k.definition().params[std::size_t(j)].fixed);
+    for (const auto& l : layouts) {
+      if (k.compile_for(k.make_spec(dts, l), arch).cubin.empty()) throw std::runtime_error("empty cubin for an expression");
+      ++n;
+    }
   }
   std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d}\n", arch, n);
   return 0;
@@ -607,6 +685,7 @@ int main(int argc, char** argv) {
   run_group("hit_calls", case_hit_calls);
   run_group("cold", [&] { case_cold(cache_dir); });
   run_group("raw_kernel", case_raw_kernel);
+  run_group("expressions", case_expressions);
 
   std::string out = fmt::format("{{\"device\": {}, \"device_info\": {}, ", device_json, device_info);
   out += fmt::format("\"wall_s\": {}, \"cases\": [", json_number(seconds_since(t_start)));

@@ -39,7 +39,7 @@ class SourceWriter {
 
 std::string_view ctype(const ElementwiseSpec& s, int k) { return s.param_dtype(k).device_type(); }
 
-DeviceHeaderNeeds needs_of(const ElementwiseSpec& s) {
+DeviceHeaderNeeds needs_of(const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   DeviceHeaderNeeds n;
   for (int k = 0; k < s.nparams; ++k) {
     dtype t = s.param_dtype(k);
@@ -47,6 +47,13 @@ DeviceHeaderNeeds needs_of(const ElementwiseSpec& s) {
     n.bf16 |= t == bfloat16;
     n.complex |= t.is_complex();
   }
+  // Code may use a type no parameter has (a fused expression's float16 intermediate).
+  const auto uses = [&](std::string_view name) {
+    return def.operation.find(name) != std::string::npos || def.preamble.find(name) != std::string::npos;
+  };
+  n.fp16 |= uses("__half");
+  n.bf16 |= uses("__nv_bfloat16");
+  n.complex |= uses("complex<");
   return n;
 }
 
@@ -238,7 +245,7 @@ int elementwise_arg_count(const ElementwiseSpec& s) {
 
 std::string emit_elementwise(const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   SourceWriter w(def.name + ".cu");
-  w.raw(device_header(needs_of(s)));
+  w.raw(device_header(needs_of(def, s)));
   w.line("typedef {} kiln_idx;", s.index_bits == 64 ? "long long" : "int");
   w.line("typedef {} kiln_uidx;", s.index_bits == 64 ? "unsigned long long" : "unsigned int");
   w.line("// ---- user code ----");

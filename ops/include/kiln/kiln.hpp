@@ -15,3 +15,6 @@
 #include "kiln/ops/elementwise_kernel.hpp"
 #include "kiln/ops/raw_kernel.hpp"
 #include "kiln/ops/raw_module.hpp"
+#include "kiln/ops/expression.hpp"
+#include "kiln/ops/fuse.hpp"
+#include "kiln/ops/math.hpp"

@@ -1,0 +1,452 @@
+// Expression trees: building nodes (type rules and shapes checked at the operator), the
+// structural key, the generated ElementwiseKernel per structure, and evaluation through
+// ElementwiseKernel's call path (layouts, vector widths, index widths, overlap copies and
+// streams are all that path's).
+#include "kiln/ops/expression.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "kiln/runtime/error.hpp"
+#include "op_table.hpp"
+
+namespace kiln {
+namespace detail {
+namespace {
+
+using node_ptr = std::shared_ptr<const expr_node>;
+using codegen::kMaxParams;
+
+// Past these an expression is split: subtrees are evaluated into temporaries first, so NVRTC
+// never sees a huge kernel and the parameter count stays under kMaxParams.
+constexpr std::uint32_t kMaxNodes = 192;
+constexpr std::uint32_t kMaxLeaves = 48;
+
+node_ptr array_leaf(const ndarray& a) {
+  auto n = std::make_shared<expr_node>();
+  n->k = expr_node::kind::array;
+  n->type = a.dtype();
+  n->shape = a.shape();
+  n->leaves = 1;
+  n->array = a;
+  return n;
+}
+
+node_ptr scalar_leaf(const scalar& v, dtype t) {
+  auto n = std::make_shared<expr_node>();
+  n->k = expr_node::kind::scalar;
+  n->type = t;
+  n->leaves = 1;
+  n->value = v;
+  return n;
+}
+
+operand_type type_of(const operand& o) {
+  if (!o.is_scalar) return {o.node->type};
+  if (o.value.value_kind() == scalar::kind::boolean) return {bool_};  // bool is bool
+  return {bool_, true, o.value.weak_kind()};
+}
+
+std::string shapes_text(std::span<const operand> ops) {
+  std::string s;
+  for (const auto& o : ops)
+    if (!o.is_scalar) s += (s.empty() ? "" : " ") + o.node->shape.str();
+  return s;
+}
+
+bool same_array(const ndarray& a, const ndarray& b) {
+  return a.buffer() == b.buffer() && a.offset() == b.offset() && a.dtype() == b.dtype() &&
+         a.shape() == b.shape() && a.strides() == b.strides();
+}
+
+// ---- the structure walk: distinct leaves in first-use order and the key bytes ----
+struct Walk {
+  std::array<const expr_node*, kMaxParams> leaves;
+  int nleaves = 0;
+  std::array<std::uint8_t, 4 * (kMaxNodes + 8) * 2> bytes;
+  std::size_t nbytes = 0;
+
+  void put(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
+    bytes[nbytes++] = a, bytes[nbytes++] = b, bytes[nbytes++] = c, bytes[nbytes++] = d;
+  }
+  int leaf_index(const expr_node* n) const {
+    for (int j = 0; j < nleaves; ++j)
+      if (leaves[j] == n) return j;
+    if (n->k == expr_node::kind::array)
+      for (int j = 0; j < nleaves; ++j)
+        if (leaves[j]->k == expr_node::kind::array && same_array(leaves[j]->array, n->array))
+          return j;
+    return -1;
+  }
+  void visit(const expr_node* n) {
+    if (n->k == expr_node::kind::op) {
+      for (const auto& c : n->child)
+        if (c) visit(c.get());
+      put(std::uint8_t(n->op), std::uint8_t(n->type.id()), std::uint8_t(n->compute.id()), 0xFF);
+      return;
+    }
+    int j = leaf_index(n);
+    if (j < 0) {
+      j = nleaves++;
+      leaves[std::size_t(j)] = n;
+    }
+    put(n->k == expr_node::kind::array ? 0xFE : 0xFD, std::uint8_t(j), std::uint8_t(n->type.id()),
+        0xFF);
+  }
+};
+
+void walk_roots(std::span<const node_ptr> roots, Walk& w) {
+  for (const auto& r : roots) {
+    w.visit(r.get());
+    w.put(0xFC, 0, 0, 0);  // end of one output
+  }
+}
+
+// ---- generating the kernel for one structure (the miss path) ----
+std::string leaf_name(const Walk& w, const expr_node* n) {
+  return fmt::format("in{}", w.leaf_index(n));
+}
+
+void emit(const Walk& w, const expr_node* n, std::string& out, std::uint32_t& helpers) {
+  if (n->k != expr_node::kind::op) {
+    out += leaf_name(w, n);
+    return;
+  }
+  const op_row& row = op_info(n->op);
+  helpers |= row.helpers;
+  fmt::format_to(std::back_inserter(out), "kiln_cast<{}>(", n->type.device_type());
+  const std::string_view dev = row.device;
+  for (std::size_t p = 0; p < dev.size(); ++p) {
+    if (dev[p] == '$' && p + 1 < dev.size()) {
+      const int k = dev[++p] - '0';
+      const expr_node* c = n->child[std::size_t(k)].get();
+      // where's condition is made bool; every other operand becomes the compute dtype.
+      const dtype to = (n->op == op_id::where && k == 0) ? bool_ : n->compute;
+      fmt::format_to(std::back_inserter(out), "kiln_cast<{}>(", to.device_type());
+      emit(w, c, out, helpers);
+      out += ')';
+    } else {
+      out += dev[p];
+    }
+  }
+  out += ')';
+}
+
+std::string helper_text(std::uint32_t mask) {
+  std::string s;
+  const auto hs = device_helpers();
+  for (std::size_t k = 0; k < hs.size(); ++k)
+    if (mask & (1u << k)) s += hs[k].code;
+  return s;
+}
+
+std::string params_text(const Walk& w) {
+  std::string s;
+  for (int j = 0; j < w.nleaves; ++j)
+    fmt::format_to(std::back_inserter(s), "{}{} in{}", j ? ", " : "", w.leaves[std::size_t(j)]->type.name(), j);
+  return s;
+}
+
+std::unique_ptr<ElementwiseKernel> make_kernel(std::span<const node_ptr> roots, const Walk& w) {
+  std::string outs, op;
+  std::uint32_t helpers = 0;
+  for (std::size_t r = 0; r < roots.size(); ++r) {
+    fmt::format_to(std::back_inserter(outs), "{}{} out{}", r ? ", " : "", roots[r]->type.name(), r);
+    fmt::format_to(std::back_inserter(op), "out{} = ", r);
+    emit(w, roots[r].get(), op, helpers);
+    op += ";\n";
+  }
+  elementwise_options o;
+  o.preamble = helper_text(helpers);
+  o.return_tuple = roots.size() > 1;
+  return std::make_unique<ElementwiseKernel>(params_text(w), outs, std::move(op), "kiln_expr",
+                                             std::move(o));
+}
+
+struct KernelTable {
+  std::shared_mutex mutex;
+  std::unordered_map<Hash128, std::unique_ptr<ElementwiseKernel>, Hash128Hash> map;
+};
+KernelTable& kernel_table() {
+  static KernelTable* t = new KernelTable;  // never destroyed: kernels may run during exit
+  return *t;
+}
+
+const ElementwiseKernel& kernel_for(std::span<const node_ptr> roots, const Walk& w) {
+  const Hash128 key = hash128(w.bytes.data(), w.nbytes);
+  auto& t = kernel_table();
+  {
+    std::shared_lock lock(t.mutex);
+    auto it = t.map.find(key);
+    if (it != t.map.end()) return *it->second;
+  }
+  auto k = make_kernel(roots, w);
+  std::unique_lock lock(t.mutex);
+  auto [it, inserted] = t.map.try_emplace(key, std::move(k));
+  return *it->second;
+}
+
+// ---- splitting ----
+bool fits(const expr_node& n) { return n.nodes <= kMaxNodes && n.leaves <= kMaxLeaves; }
+
+void recount(expr_node& n) {
+  n.nodes = 1;
+  n.leaves = 0;
+  for (const auto& c : n.child)
+    if (c) n.nodes += c->nodes, n.leaves += c->leaves;
+}
+
+node_ptr fit(const node_ptr& n) {
+  if (fits(*n)) return n;
+  auto copy = std::make_shared<expr_node>(*n);
+  for (auto& c : copy->child)
+    if (c) c = fit(c);
+  recount(*copy);
+  while (!fits(*copy)) {
+    auto* big = &copy->child[0];
+    for (auto& c : copy->child)
+      if (c && c->nodes + c->leaves > (*big)->nodes + (*big)->leaves) big = &c;
+    *big = array_leaf(expr(*big).eval());
+    recount(*copy);
+  }
+  return copy;
+}
+
+// Runs `roots` as one kernel; outputs are allocated, or outs (one per root).
+kernel_result run(std::span<const node_ptr> roots, ndarray* outs) {
+  Walk w;
+  walk_roots(roots, w);
+  const ElementwiseKernel& k = kernel_for(roots, w);
+  // kernel_arg has no default constructor: only the used prefix is constructed (no heap).
+  static_assert(std::is_trivially_destructible_v<kernel_arg>);
+  alignas(kernel_arg) std::byte storage[sizeof(kernel_arg) * kMaxParams];
+  auto* args = reinterpret_cast<kernel_arg*>(storage);
+  for (int j = 0; j < w.nleaves; ++j) {
+    const expr_node* leaf = w.leaves[std::size_t(j)];
+    if (leaf->k == expr_node::kind::array)
+      new (&args[j]) kernel_arg(leaf->array);
+    else
+      new (&args[j]) kernel_arg(leaf->value);
+  }
+  std::size_t n = std::size_t(w.nleaves);
+  if (outs)
+    for (std::size_t r = 0; r < roots.size(); ++r) new (&args[n++]) kernel_arg(outs[r]);
+  return k.call(std::span<const kernel_arg>(args, n));
+}
+
+}  // namespace
+
+operand::operand(const ndarray& a) : node(array_leaf(a)) {}
+operand::operand(const expr& e) : node(e.node_ptr()) {}
+
+expr make_op(op_id id, std::span<const operand> ops) {
+  const op_row& row = op_info(id);
+  const bool is_where = id == op_id::where;
+  const auto values = is_where ? ops.subspan(1) : ops;
+  std::array<operand_type, 3> types;
+  for (std::size_t k = 0; k < values.size(); ++k) types[k] = type_of(values[k]);
+  const op_types t = resolve_op_types(id, std::span(types.data(), values.size()));
+
+  auto n = std::make_shared<expr_node>();
+  n->op = id;
+  n->type = t.result;
+  n->compute = t.compute;
+  bool first = true;
+  for (const auto& o : ops) {
+    if (o.is_scalar) continue;
+    if (first) {
+      n->shape = o.node->shape;
+      first = false;
+      continue;
+    }
+    const Shape& s = o.node->shape;
+    if (s == n->shape) continue;
+    try {
+      n->shape = broadcast_shapes({n->shape, s});
+    } catch (const ShapeError&) {
+      throw ShapeError(fmt::format("{}: operands could not be broadcast together with shapes {}",
+                                   row.name, shapes_text(ops)));
+    }
+  }
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    const operand& o = ops[k];
+    if (!o.is_scalar) {
+      n->child[k] = o.node;
+      continue;
+    }
+    // NumPy converts a weak scalar to the loop dtype (an out-of-range integer is an error).
+    const dtype to = (is_where && k == 0) ? bool_ : t.common;
+    std::array<std::byte, 16> probe;
+    try {
+      o.value.store_as(to, probe.data());
+    } catch (const ValueError&) {
+      throw ValueError(fmt::format("{}: the scalar {} does not fit {} (NumPy raises OverflowError)",
+                                   row.name, o.value.str(), to));
+    }
+    n->child[k] = scalar_leaf(o.value, to);
+  }
+  recount(*n);
+  return expr(std::move(n));
+}
+
+expr make_cast(const operand& a, dtype t) {
+  auto n = std::make_shared<expr_node>();
+  n->op = op_id::astype;
+  n->type = t;
+  n->compute = a.is_scalar ? a.value.natural_dtype() : a.node->type;
+  n->child[0] = a.is_scalar ? scalar_leaf(a.value, n->compute) : a.node;
+  n->shape = a.is_scalar ? Shape{} : a.node->shape;
+  recount(*n);
+  return expr(std::move(n));
+}
+
+void assign_in_place(ndarray& target, op_id id, const operand& rhs) {
+  const operand ops[] = {operand(target), rhs};
+  const expr e = make_op(id, ops);
+  eval_into(e, target);
+}
+
+}  // namespace detail
+
+expr::expr(const ndarray& a) : node_(detail::array_leaf(a)) {}
+
+std::int64_t expr::size() const noexcept {
+  std::int64_t s = 1;
+  for (auto d : node_->shape) s *= d;
+  return s;
+}
+
+expr expr::astype(kiln::dtype t) const { return detail::make_cast(detail::operand(*this), t); }
+
+ndarray expr::eval() const {
+  const detail::node_ptr root = detail::fit(node_);
+  return detail::run(std::span(&root, 1), nullptr).array();
+}
+
+std::vector<ndarray> eval(std::span<const expr> outputs) {
+  if (outputs.empty()) return {};
+  if (outputs.size() > 16)
+    throw ValueError(fmt::format("eval: at most 16 outputs in one kernel, got {}", outputs.size()));
+  std::vector<detail::node_ptr> roots;
+  Shape shape = outputs[0].shape();
+  for (const auto& e : outputs) {
+    if (e.shape() != shape)
+      throw ShapeError(fmt::format("eval: every output must have one shape; got {} and {}",
+                                   shape.str(), e.shape().str()));
+    roots.push_back(detail::fit(e.node_ptr()));
+  }
+  std::uint32_t leaves = 0, nodes = 0;
+  for (const auto& r : roots) leaves += r->leaves, nodes += r->nodes;
+  if (leaves + roots.size() > detail::kMaxLeaves || nodes > detail::kMaxNodes) {
+    std::vector<ndarray> out;  // too large together: one kernel per output
+    for (const auto& r : roots) out.push_back(expr(r).eval());
+    return out;
+  }
+  return detail::run(roots, nullptr).to_vector();
+}
+
+namespace detail {
+namespace {
+
+// e as it is stored into `out`: broadcast to out's shape, cast with NumPy's same_kind rule.
+node_ptr into(const expr& e, const ndarray& out) {
+  if (!out.defined())
+    throw ValueError("eval_into: the output is an empty ndarray handle (default-constructed)");
+  const Shape loop = broadcast_shapes({out.shape(), e.shape()});
+  if (loop != out.shape())
+    throw ValueError(fmt::format("non-broadcastable output operand with shape {} doesn't match "
+                                 "the broadcast shape {}",
+                                 out.shape().str(), loop.str()));
+  if (e.dtype() == out.dtype()) return fit(e.node_ptr());
+  if (!can_cast_same_kind(e.dtype(), out.dtype()))
+    throw TypeError(fmt::format(
+        "Cannot cast {} output from {} to {} with casting rule 'same_kind'",
+        e.node().k == expr_node::kind::op ? op_info(e.node().op).name : std::string_view("array"),
+        e.dtype(), out.dtype()));
+  return fit(e.astype(out.dtype()).node_ptr());
+}
+
+}  // namespace
+
+void eval_into_many(std::span<const expr> exprs, std::span<ndarray> outs) {
+  if (exprs.size() != outs.size())
+    throw ValueError(fmt::format("eval_into: {} expressions for {} outputs", exprs.size(), outs.size()));
+  std::vector<node_ptr> roots;
+  std::uint32_t nodes = 0, leaves = 0;
+  bool one_shape = true;
+  for (std::size_t k = 0; k < exprs.size(); ++k) {
+    roots.push_back(into(exprs[k], outs[k]));  // every check before any work
+    nodes += roots.back()->nodes;
+    leaves += roots.back()->leaves + 1;
+    one_shape = one_shape && outs[k].shape() == outs[0].shape();
+  }
+  if (roots.empty()) return;
+  if (one_shape && nodes <= kMaxNodes && leaves <= kMaxLeaves && roots.size() <= 16) {
+    run(roots, outs.data());
+    return;
+  }
+  // Separate kernels: results first, so no output is written before an expression reads it.
+  std::vector<ndarray> tmp;
+  for (std::size_t k = 0; k < roots.size(); ++k) tmp.push_back(expr(roots[k]).eval());
+  for (std::size_t k = 0; k < roots.size(); ++k) {
+    const node_ptr leaf = array_leaf(tmp[k]);
+    run(std::span(&leaf, 1), &outs[k]);
+  }
+}
+
+}  // namespace detail
+
+void eval_into(const expr& e, ndarray& out) {
+  const detail::node_ptr root = detail::into(e, out);
+  detail::run(std::span(&root, 1), &out);
+}
+
+Hash128 expression_key(const expr& e) {
+  detail::Walk w;
+  const detail::node_ptr root = detail::fit(e.node_ptr());
+  detail::walk_roots(std::span(&root, 1), w);
+  return hash128(w.bytes.data(), w.nbytes);
+}
+
+const ElementwiseKernel& expression_kernel(const expr& e) {
+  detail::Walk w;
+  const detail::node_ptr root = detail::fit(e.node_ptr());
+  detail::walk_roots(std::span(&root, 1), w);
+  return detail::kernel_for(std::span(&root, 1), w);
+}
+
+std::vector<kernel_arg> expression_leaves(const expr& e) {
+  detail::Walk w;
+  const detail::node_ptr root = detail::fit(e.node_ptr());
+  detail::walk_roots(std::span(&root, 1), w);
+  std::vector<kernel_arg> out;
+  for (int j = 0; j < w.nleaves; ++j) {
+    const auto* leaf = w.leaves[std::size_t(j)];
+    if (leaf->k == detail::expr_node::kind::array)
+      out.emplace_back(leaf->array);
+    else
+      out.emplace_back(leaf->value);
+  }
+  return out;
+}
+
+expression_map_text expression_map(const expr& e) {
+  detail::Walk w;
+  const detail::node_ptr root = detail::fit(e.node_ptr());
+  detail::walk_roots(std::span(&root, 1), w);
+  expression_map_text t;
+  std::uint32_t helpers = 0;
+  detail::emit(w, root.get(), t.map, helpers);
+  t.params = detail::params_text(w);
+  t.helpers = detail::helper_text(helpers);
+  return t;
+}
+
+}  // namespace kiln
