@@ -1,6 +1,6 @@
 #pragma once
 // What to compile: one CUDA C++ translation unit, its NVRTC options and target architecture.
-// Everything in a CompileRequest except kernel_name goes into its cache key.
+// Everything in a CompileRequest except kernel_name and kind goes into its cache key.
 //
 //   kiln::cache::CompileRequest req{
 //       .source = R"(extern "C" __global__ void k(float* x) { x[0] = 1; })",
@@ -26,6 +26,9 @@ struct CompileRequest {
   /// Template instantiations or overloads to keep, e.g. "f<float>"; their mangled names
   /// come back in Binary::lowered_names, in the same order.
   std::vector<std::string> name_expressions;
+  /// Which kernel kind generated it ("elementwise", "raw", ...), for kiln-cache and record
+  /// mode (KILN_CACHE_RECORD); not part of the cache key.
+  std::string kind;
 };
 
 }  // namespace kiln::cache
