@@ -253,8 +253,10 @@ int run_stats(const Common& c, bool json) {
       ++k.first, k.second += f.size;
       auto& a = by_arch["sm_" + std::to_string(f.arch)];
       ++a.first, a.second += f.size;
-    } else {
-      ++other[f.type == CacheFileType::entry ? "bad entries" : std::string(kiln::cache::to_string(f.type)) + " files"];
+    } else if (f.type == CacheFileType::entry) {
+      ++other["bad entries"];
+    } else if (f.type == CacheFileType::stray || f.type == CacheFileType::temp || !f.problem.empty()) {
+      ++other[f.type == CacheFileType::temp ? "temp files" : "files that are not kiln's"];
     }
   }
   if (json) {
