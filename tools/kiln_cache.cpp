@@ -10,18 +10,17 @@
 // (devices); 2 bad usage or input (including an unusable cache folder or manifest).
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "kiln/cache/cache_config.hpp"
 #include "kiln/cache/cache_inventory.hpp"
@@ -54,7 +53,8 @@ struct Common {
 fs::path cache_dir(const Common& c) {
   if (!c.cache_dir.empty()) return c.cache_dir;
   auto cfg = kiln::cache::CacheConfig::from_env();
-  if (cfg.dir.empty()) throw BadInput("no cache folder: set KILN_CACHE_DIR or HOME, or pass --cache-dir");
+  if (cfg.dir.empty())
+    throw BadInput("no cache folder: set KILN_CACHE_DIR or HOME, or pass --cache-dir");
   return cfg.dir;
 }
 
@@ -93,7 +93,8 @@ std::vector<int> parse_archs(const std::vector<std::string>& args) {
       used = 0;
     }
     if (used == 0 || used != s.size())
-      throw BadInput("--arch " + a + ": not an architecture number (e.g. 90 for sm_90); supported: " +
+      throw BadInput("--arch " + a +
+                     ": not an architecture number (e.g. 90 for sm_90); supported: " +
                      kiln::cache::supported_archs_text());
     try {
       kiln::cache::check_arch(v);
@@ -131,10 +132,20 @@ std::uint64_t parse_size(const std::string& text) {
   }
   std::string unit = text.substr(used);
   std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
-  static const std::map<std::string, double> units{{"", 1}, {"b", 1}, {"k", 1024.0}, {"kb", 1e3}, {"kib", 1024.0},
-                                                   {"m", 1048576.0}, {"mb", 1e6}, {"mib", 1048576.0},
-                                                   {"g", 1073741824.0}, {"gb", 1e9}, {"gib", 1073741824.0},
-                                                   {"t", 1099511627776.0}, {"tb", 1e12}, {"tib", 1099511627776.0}};
+  static const std::map<std::string, double> units{{"", 1},
+                                                   {"b", 1},
+                                                   {"k", 1024.0},
+                                                   {"kb", 1e3},
+                                                   {"kib", 1024.0},
+                                                   {"m", 1048576.0},
+                                                   {"mb", 1e6},
+                                                   {"mib", 1048576.0},
+                                                   {"g", 1073741824.0},
+                                                   {"gb", 1e9},
+                                                   {"gib", 1073741824.0},
+                                                   {"t", 1099511627776.0},
+                                                   {"tb", 1e12},
+                                                   {"tib", 1099511627776.0}};
   auto it = units.find(unit);
   if (v < 0 || used == 0 || it == units.end())
     throw BadInput("--max-size " + text + ": not a size (examples: 500M, 2G, 1048576)");
@@ -149,13 +160,17 @@ std::int64_t parse_age(const std::string& text) {
   } catch (...) {
   }
   const std::string unit = text.substr(used);
-  static const std::map<std::string, double> units{{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}};
+  static const std::map<std::string, double> units{
+      {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}};
   auto it = units.find(unit);
-  if (v < 0 || used == 0 || it == units.end()) throw BadInput("--older-than " + text + ": not an age (examples: 90s, 30m, 12h, 7d, 2w)");
+  if (v < 0 || used == 0 || it == units.end())
+    throw BadInput("--older-than " + text + ": not an age (examples: 90s, 30m, 12h, 7d, 2w)");
   return std::int64_t(v * it->second);
 }
 
-std::string entry_kind(const CacheFile& f) { return f.meta && !f.meta->kind.empty() ? f.meta->kind : "-"; }
+std::string entry_kind(const CacheFile& f) {
+  return f.meta && !f.meta->kind.empty() ? f.meta->kind : "-";
+}
 std::string entry_name(const CacheFile& f) {
   if (f.meta && !f.meta->name.empty()) return f.meta->name;
   return f.kernels.empty() ? "-" : f.kernels.front();
@@ -163,8 +178,8 @@ std::string entry_name(const CacheFile& f) {
 
 // ---- commands ----
 
-int run_precompile(const Common& c, const std::string& manifest_path, const std::vector<std::string>& arch_args,
-                   int jobs, bool save_source) {
+int run_precompile(const Common& c, const std::string& manifest_path,
+                   const std::vector<std::string>& arch_args, int jobs, bool save_source) {
   if (jobs < 1) throw BadInput("--jobs " + std::to_string(jobs) + ": at least 1");
   std::vector<int> archs = parse_archs(arch_args);
   kiln::tools::Manifest m;
@@ -173,35 +188,43 @@ int run_precompile(const Common& c, const std::string& manifest_path, const std:
   } catch (const kiln::Error& e) {
     throw BadInput(e.what());
   }
-  if (archs.empty()) archs = parse_archs([&] {
+  if (archs.empty())
+    archs = parse_archs([&] {
       std::vector<std::string> s;
-      for (int a : m.archs.empty() ? kiln::tools::recorded_archs(m) : m.archs) s.push_back(std::to_string(a));
+      for (int a : m.archs.empty() ? kiln::tools::recorded_archs(m) : m.archs)
+        s.push_back(std::to_string(a));
       return s;
     }());
   if (archs.empty())
     throw BadInput("no architecture to compile for: pass --arch (e.g. --arch 90; supported: " +
-                   kiln::cache::supported_archs_text() + ") or give the manifest an \"archs\" list");
+                   kiln::cache::supported_archs_text() +
+                   ") or give the manifest an \"archs\" list");
   // Every entry is checked before anything is compiled: a typo is exit 2 with nothing done.
   std::vector<kiln::tools::PrecompileJob> work;
   for (int arch : archs)
     for (const auto& e : m.entries) {
       try {
         auto j = kiln::tools::expand_entry(m, e, arch);
-        work.insert(work.end(), std::make_move_iterator(j.begin()), std::make_move_iterator(j.end()));
+        work.insert(work.end(), std::make_move_iterator(j.begin()),
+                    std::make_move_iterator(j.end()));
       } catch (const kiln::Error& err) {
         throw BadInput(err.what());
       }
     }
   const fs::path dir = writable_cache_dir(c);
-  kiln::tools::PrecompileOptions opts{.dir = dir, .jobs = jobs, .save_source = save_source,
+  kiln::tools::PrecompileOptions opts{.dir = dir,
+                                      .jobs = jobs,
+                                      .save_source = save_source,
                                       .progress_bar = ::isatty(STDERR_FILENO) != 0};
   std::string arch_text;
   for (int a : archs) arch_text += (arch_text.empty() ? "sm_" : ", sm_") + std::to_string(a);
-  std::printf("precompiling %zu kernels from %zu manifest entries for %s into %s with %d job%s\n", work.size(),
-              m.entries.size(), arch_text.c_str(), dir.c_str(), jobs, jobs == 1 ? "" : "s");
+  std::printf("precompiling %zu kernels from %zu manifest entries for %s into %s with %d job%s\n",
+              work.size(), m.entries.size(), arch_text.c_str(), dir.c_str(), jobs,
+              jobs == 1 ? "" : "s");
   std::fflush(stdout);
   const auto s = kiln::tools::precompile(work, opts);
-  std::printf("done in %.2f s: %zu compiled, %zu already cached, %zu failed", s.seconds, s.compiled, s.cached, s.failed);
+  std::printf("done in %.2f s: %zu compiled, %zu already cached, %zu failed", s.seconds, s.compiled,
+              s.cached, s.failed);
   if (s.duplicates) std::printf(" (%zu duplicates skipped)", s.duplicates);
   std::printf("\n");
   for (const auto& f : s.failures) std::printf("failed: %s\n", f.c_str());
@@ -215,8 +238,9 @@ int run_list(const Common& c, bool json, bool all) {
     auto out = nlohmann::json::array();
     for (const auto& f : inv.files) {
       if (!all && f.type != CacheFileType::entry) continue;
-      nlohmann::json j{{"path", f.path.string()}, {"type", kiln::cache::to_string(f.type)}, {"size", f.size},
-                       {"mtime", f.mtime}, {"last_used", f.last_used}, {"valid", f.problem.empty()}};
+      nlohmann::json j{{"path", f.path.string()},  {"type", kiln::cache::to_string(f.type)},
+                       {"size", f.size},           {"mtime", f.mtime},
+                       {"last_used", f.last_used}, {"valid", f.problem.empty()}};
       if (f.key) j["key"] = f.key->hex();
       if (!f.problem.empty()) j["problem"] = f.problem;
       if (f.type == CacheFileType::entry && f.problem.empty()) {
@@ -230,11 +254,13 @@ int run_list(const Common& c, bool json, bool all) {
     std::printf("%s\n", out.dump(2).c_str());
     return kOk;
   }
-  std::printf("%-32s  %-11s  %-24s  %-6s  %9s  %5s\n", "key", "kind", "name", "arch", "size", "age");
+  std::printf("%-32s  %-11s  %-24s  %-6s  %9s  %5s\n", "key", "kind", "name", "arch", "size",
+              "age");
   for (const auto& f : inv.files) {
     if (f.type == CacheFileType::entry && f.problem.empty()) {
-      std::printf("%-32s  %-11s  %-24s  sm_%-3d  %9s  %5s\n", f.key->hex().c_str(), entry_kind(f).c_str(),
-                  entry_name(f).c_str(), f.arch, human_bytes(f.size).c_str(), human_age(now - f.last_used).c_str());
+      std::printf("%-32s  %-11s  %-24s  sm_%-3d  %9s  %5s\n", f.key->hex().c_str(),
+                  entry_kind(f).c_str(), entry_name(f).c_str(), f.arch, human_bytes(f.size).c_str(),
+                  human_age(now - f.last_used).c_str());
     } else if (all || f.type == CacheFileType::entry || f.type == CacheFileType::stray) {
       std::printf("%-32s  %s: %s\n", f.key ? f.key->hex().c_str() : "-", f.path.c_str(),
                   f.problem.empty() ? kiln::cache::to_string(f.type) : f.problem.c_str());
@@ -255,24 +281,36 @@ int run_stats(const Common& c, bool json) {
       ++a.first, a.second += f.size;
     } else if (f.type == CacheFileType::entry) {
       ++other["bad entries"];
-    } else if (f.type == CacheFileType::stray || f.type == CacheFileType::temp || !f.problem.empty()) {
+    } else if (f.type == CacheFileType::stray || f.type == CacheFileType::temp ||
+               !f.problem.empty()) {
       ++other[f.type == CacheFileType::temp ? "temp files" : "files that are not kiln's"];
     }
   }
   if (json) {
-    nlohmann::json j{{"dir", inv.dir.string()}, {"exists", inv.exists}, {"entries", inv.valid_entries()},
-                     {"bytes", inv.entry_bytes()}, {"bad_entries", inv.bad_entries()}};
-    for (const auto& [k, v] : by_kind) j["by_kind"][k] = {{"entries", v.first}, {"bytes", v.second}};
-    for (const auto& [k, v] : by_arch) j["by_arch"][k] = {{"entries", v.first}, {"bytes", v.second}};
+    nlohmann::json j{{"dir", inv.dir.string()},
+                     {"exists", inv.exists},
+                     {"entries", inv.valid_entries()},
+                     {"bytes", inv.entry_bytes()},
+                     {"bad_entries", inv.bad_entries()}};
+    for (const auto& [k, v] : by_kind)
+      j["by_kind"][k] = {{"entries", v.first}, {"bytes", v.second}};
+    for (const auto& [k, v] : by_arch)
+      j["by_arch"][k] = {{"entries", v.first}, {"bytes", v.second}};
     for (const auto& [k, v] : other) j["other_files"][k] = v;
     std::printf("%s\n", j.dump(2).c_str());
     return kOk;
   }
   std::printf("cache folder: %s%s\n", inv.dir.c_str(), inv.exists ? "" : " (does not exist yet)");
   std::printf("entries: %zu (%s)\n", inv.valid_entries(), human_bytes(inv.entry_bytes()).c_str());
-  for (const auto& [k, v] : by_kind) std::printf("  kind %-12s %6zu entries  %10s\n", k.c_str(), v.first, human_bytes(v.second).c_str());
-  for (const auto& [k, v] : by_arch) std::printf("  arch %-12s %6zu entries  %10s\n", k.c_str(), v.first, human_bytes(v.second).c_str());
-  for (const auto& [k, v] : other) std::printf("%s: %zu%s\n", k.c_str(), v, k == "bad entries" ? " (kiln-cache verify --fix removes them)" : "");
+  for (const auto& [k, v] : by_kind)
+    std::printf("  kind %-12s %6zu entries  %10s\n", k.c_str(), v.first,
+                human_bytes(v.second).c_str());
+  for (const auto& [k, v] : by_arch)
+    std::printf("  arch %-12s %6zu entries  %10s\n", k.c_str(), v.first,
+                human_bytes(v.second).c_str());
+  for (const auto& [k, v] : other)
+    std::printf("%s: %zu%s\n", k.c_str(), v,
+                k == "bad entries" ? " (kiln-cache verify --fix removes them)" : "");
   return kOk;
 }
 
@@ -286,8 +324,9 @@ int run_info(const Common& c) {
   const auto cfg = kiln::cache::CacheConfig::from_env();
   const auto inv = scan(c);
   std::printf("cache folder: %s%s\nentries: %zu (%ju bytes)\nNVRTC: %s (archs %s)\n", dir.c_str(),
-              cfg.in_memory_only ? " (KILN_CACHE_IN_MEMORY=1: programs do not use it)" : "", inv.valid_entries(),
-              std::uintmax_t(inv.entry_bytes()), kiln::cache::nvrtc_version().full.c_str(),
+              cfg.in_memory_only ? " (KILN_CACHE_IN_MEMORY=1: programs do not use it)" : "",
+              inv.valid_entries(), std::uintmax_t(inv.entry_bytes()),
+              kiln::cache::nvrtc_version().full.c_str(),
               kiln::cache::supported_archs_text().c_str());
   return kOk;
 }
@@ -304,7 +343,8 @@ int run_verify(const Common& c, bool fix) {
       std::printf("not an entry %s: %s\n", f.path.c_str(), f.problem.c_str());
     }
   }
-  std::printf("%zu valid entries, %zu bad, %zu other files not kiln's\n", inv.valid_entries(), bad, stray);
+  std::printf("%zu valid entries, %zu bad, %zu other files not kiln's\n", inv.valid_entries(), bad,
+              stray);
   if (!fix) return bad ? kFailed : kOk;
   kiln::cache::PruneResult r;
   try {
@@ -312,8 +352,9 @@ int run_verify(const Common& c, bool fix) {
   } catch (const kiln::Error& e) {
     throw BadInput(e.what());
   }
-  std::printf("removed %zu bad entries, %zu stale lock files, %zu temp files%s\n", r.entries_removed,
-              r.locks_removed, r.temps_removed, r.busy_skipped ? " (some skipped: in use by another process)" : "");
+  std::printf("removed %zu bad entries, %zu stale lock files, %zu temp files%s\n",
+              r.entries_removed, r.locks_removed, r.temps_removed,
+              r.busy_skipped ? " (some skipped: in use by another process)" : "");
   for (const auto& e : r.errors) std::printf("error: %s\n", e.c_str());
   return r.entries_removed < bad || !r.errors.empty() ? kFailed : kOk;
 }
@@ -326,8 +367,9 @@ int run_prune(const Common& c, const kiln::cache::PruneOptions& opts, const char
   } catch (const kiln::Error& e) {
     throw BadInput(e.what());
   }
-  std::printf("%s %s: removed %zu entries (%s), %zu stale lock files, %zu temp files", what, dir.c_str(),
-              r.entries_removed, human_bytes(r.bytes_removed).c_str(), r.locks_removed, r.temps_removed);
+  std::printf("%s %s: removed %zu entries (%s), %zu stale lock files, %zu temp files", what,
+              dir.c_str(), r.entries_removed, human_bytes(r.bytes_removed).c_str(), r.locks_removed,
+              r.temps_removed);
   if (r.busy_skipped) std::printf("; kept %zu in use by another process", r.busy_skipped);
   std::printf("\n");
   for (const auto& e : r.errors) std::printf("error: %s\n", e.c_str());
@@ -336,32 +378,36 @@ int run_prune(const Common& c, const kiln::cache::PruneOptions& opts, const char
 
 int run_show(const Common& c, std::string key_text) {
   std::transform(key_text.begin(), key_text.end(), key_text.begin(), ::tolower);
-  if (key_text.size() < 4 || key_text.size() > 32 || key_text.find_first_not_of("0123456789abcdef") != std::string::npos)
+  if (key_text.size() < 4 || key_text.size() > 32 ||
+      key_text.find_first_not_of("0123456789abcdef") != std::string::npos)
     throw BadInput("show " + key_text + ": a key is 4 to 32 hex digits (from kiln-cache list)");
   const auto inv = scan(c);
   const CacheFile* found = nullptr;
   for (const auto& f : inv.files) {
     if (f.type != CacheFileType::entry || !f.key || !f.key->hex().starts_with(key_text)) continue;
-    if (found) throw BadInput("show " + key_text + ": more than one entry starts with it; give more digits");
+    if (found)
+      throw BadInput("show " + key_text + ": more than one entry starts with it; give more digits");
     found = &f;
   }
-  if (!found) throw BadInput("show " + key_text + ": no entry with that key in " + inv.dir.string());
+  if (!found)
+    throw BadInput("show " + key_text + ": no entry with that key in " + inv.dir.string());
   const CacheFile& f = *found;
   const std::time_t mtime = f.mtime;
-  std::printf("key:      %s\npath:     %s\nsize:     %ju bytes\nmodified: %s", f.key->hex().c_str(), f.path.c_str(),
-              std::uintmax_t(f.size), std::ctime(&mtime));
+  std::printf("key:      %s\npath:     %s\nsize:     %ju bytes\nmodified: %s", f.key->hex().c_str(),
+              f.path.c_str(), std::uintmax_t(f.size), std::ctime(&mtime));
   if (!f.problem.empty()) {
     std::printf("status:   BAD: %s\n", f.problem.c_str());
     return kFailed;
   }
-  std::printf("status:   valid\nkind:     %s\nname:     %s\narch:     sm_%d\nkernels: ", entry_kind(f).c_str(),
-              entry_name(f).c_str(), f.arch);
+  std::printf("status:   valid\nkind:     %s\nname:     %s\narch:     sm_%d\nkernels: ",
+              entry_kind(f).c_str(), entry_name(f).c_str(), f.arch);
   for (const auto& k : f.kernels) std::printf(" %s", k.c_str());
   std::printf("\n");
   const fs::path src = kiln::cache::DiskCache(inv.dir).source_path(*f.key);
   std::ifstream in(src);
   if (!in) {
-    std::printf("source:   not saved (KILN_CACHE_SAVE_SOURCE=1 or precompile --save-source keeps it)\n");
+    std::printf(
+        "source:   not saved (KILN_CACHE_SAVE_SOURCE=1 or precompile --save-source keeps it)\n");
     return kOk;
   }
   std::stringstream s;
@@ -404,26 +450,36 @@ int run_elementwise(const Common& c, const ElementwiseArgs& a) {
   kiln::aot_target t{.dtypes = dtypes, .scalar_inputs = a.scalars};
   t.only = kiln::elementwise_layout{
       .layout = a.strided ? kiln::codegen::Layout::strided : kiln::codegen::Layout::contiguous,
-      .ndim = a.ndim, .index_bits = a.index_bits, .vector_width = a.vector_width, .raw_ndim = a.raw_ndim};
+      .ndim = a.ndim,
+      .index_bits = a.index_bits,
+      .vector_width = a.vector_width,
+      .raw_ndim = a.raw_ndim};
   std::vector<kiln::tools::PrecompileJob> jobs;
   for (auto& req : k.compile_requests(t, arch))
-    jobs.push_back({.request = std::move(req), .variant = "", .entry = 1, .kind = "elementwise", .name = a.name});
+    jobs.push_back({.request = std::move(req),
+                    .variant = "",
+                    .entry = 1,
+                    .kind = "elementwise",
+                    .name = a.name});
   const fs::path dir = writable_cache_dir(c);
   const auto s = kiln::tools::precompile(jobs, {.dir = dir, .jobs = 1});
   for (const auto& f : s.failures) std::printf("failed: %s\n", f.c_str());
   if (s.failed) return kFailed;
-  std::printf("%s %s for sm_%d in %s\n", s.compiled ? "compiled" : "found", a.name.c_str(), arch, dir.c_str());
+  std::printf("%s %s for sm_%d in %s\n", s.compiled ? "compiled" : "found", a.name.c_str(), arch,
+              dir.c_str());
   return kOk;
 }
 
 void add_cache_dir(CLI::App* sub, Common& c) {
-  sub->add_option("--cache-dir", c.cache_dir, "cache folder (default: $KILN_CACHE_DIR, else ~/.cache/kiln)");
+  sub->add_option("--cache-dir", c.cache_dir,
+                  "cache folder (default: $KILN_CACHE_DIR, else ~/.cache/kiln)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kiln-cache: precompile, record, inspect and maintain kiln's kernel cache (no GPU needed)"};
+  CLI::App app{
+      "kiln-cache: precompile, record, inspect and maintain kiln's kernel cache (no GPU needed)"};
   app.set_version_flag("--version", std::string("kiln-cache ") + KILN_VERSION + " (NVRTC " +
                                         kiln::cache::nvrtc_version().full + ", cache format " +
                                         std::to_string(kiln::cache::kCacheFormatVersion) + ")");
@@ -435,13 +491,17 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   Common common;
 
-  auto* pre = app.add_subcommand("precompile", "compile every kernel a manifest describes into the cache");
+  auto* pre =
+      app.add_subcommand("precompile", "compile every kernel a manifest describes into the cache");
   std::string manifest;
   std::vector<std::string> archs;
   int jobs = 1;
   bool save_source = false;
-  pre->add_option("manifest", manifest, "manifest file: JSON object, JSON array or JSON lines")->required();
-  pre->add_option("--arch", archs, "architectures, e.g. 80,90 (default: the manifest's \"archs\", or the recorded ones)")
+  pre->add_option("manifest", manifest, "manifest file: JSON object, JSON array or JSON lines")
+      ->required();
+  pre->add_option(
+         "--arch", archs,
+         "architectures, e.g. 80,90 (default: the manifest's \"archs\", or the recorded ones)")
       ->delimiter(',');
   pre->add_option("--jobs,-j", jobs, "parallel compiles")->capture_default_str();
   pre->add_flag("--save-source", save_source, "keep each kernel's source beside it (see `show`)");
@@ -460,8 +520,10 @@ int main(int argc, char** argv) {
   add_cache_dir(verify, common);
   auto* prune = app.add_subcommand("prune", "remove least recently used entries");
   std::string max_size, older_than;
-  auto* max_opt = prune->add_option("--max-size", max_size, "keep at most this much, e.g. 500M, 2G");
-  auto* age_opt = prune->add_option("--older-than", older_than, "remove entries unused for this long, e.g. 7d, 12h");
+  auto* max_opt =
+      prune->add_option("--max-size", max_size, "keep at most this much, e.g. 500M, 2G");
+  auto* age_opt = prune->add_option("--older-than", older_than,
+                                    "remove entries unused for this long, e.g. 7d, 12h");
   (void)max_opt, (void)age_opt;
   add_cache_dir(prune, common);
   auto* clear = app.add_subcommand("clear", "remove every entry (and lock, source, temp files)");
@@ -474,13 +536,16 @@ int main(int argc, char** argv) {
   add_cache_dir(info, common);
   auto* devices = app.add_subcommand("devices", "list GPUs; exit status 1 when there is none");
 
-  auto* ew = app.add_subcommand("elementwise", "compile one exact ElementwiseKernel specialisation");
+  auto* ew =
+      app.add_subcommand("elementwise", "compile one exact ElementwiseKernel specialisation");
   ElementwiseArgs a;
   ew->add_option("--in", a.in_params, "input parameters, e.g. \"float32 x, T y\"")->required();
   ew->add_option("--out", a.out_params, "output parameters, e.g. \"float32 z\"")->required();
   ew->add_option("--op", a.operation, "the operation, e.g. \"z = x + y\"")->required();
   ew->add_option("--name", a.name, "kernel name")->required();
-  ew->add_option("--dtypes", a.dtypes, "dtype of each argument (inputs, then outputs)")->required()->delimiter(',');
+  ew->add_option("--dtypes", a.dtypes, "dtype of each argument (inputs, then outputs)")
+      ->required()
+      ->delimiter(',');
   ew->add_option("--scalars", a.scalars, "indices of inputs passed as scalars")->delimiter(',');
   ew->add_option("--arch", a.arch, "compute capability, e.g. 90 for sm_90")->capture_default_str();
   ew->add_flag("--strided", a.strided, "strided layout (default: contiguous)");
@@ -505,7 +570,8 @@ int main(int argc, char** argv) {
     if (verify->parsed()) return run_verify(common, fix);
     if (prune->parsed()) {
       if (max_size.empty() && older_than.empty())
-        throw BadInput("prune: say how much to keep: --max-size SIZE (e.g. 2G) or --older-than AGE (e.g. 7d)");
+        throw BadInput(
+            "prune: say how much to keep: --max-size SIZE (e.g. 2G) or --older-than AGE (e.g. 7d)");
       kiln::cache::PruneOptions o;
       if (!max_size.empty()) o.max_bytes = parse_size(max_size);
       if (!older_than.empty()) o.older_than_s = parse_age(older_than);

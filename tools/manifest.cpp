@@ -12,8 +12,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::string ManifestEntry::label() const {
-  return "entry " + std::to_string(number) + (line ? " (line " + std::to_string(line) + ")" : "") + " (" +
-         (kind.empty() ? "no kind" : kind) + " '" + name + "')";
+  return "entry " + std::to_string(number) + (line ? " (line " + std::to_string(line) + ")" : "") +
+         " (" + (kind.empty() ? "no kind" : kind) + " '" + name + "')";
 }
 
 namespace {
@@ -47,8 +47,11 @@ ManifestEntry make_entry(const Manifest& m, json j, std::size_t number, std::siz
   e.line = line;
   const std::string where = m.path.string() + ": entry " + std::to_string(number) +
                             (line ? " (line " + std::to_string(line) + ")" : "");
-  if (!j.is_object()) throw ManifestError(where + ": an entry is a JSON object, not " + std::string(j.type_name()));
-  if (!j.contains("kind")) throw ManifestError(where + ": no \"kind\" (one of elementwise, reduction, raw, expression, source)");
+  if (!j.is_object())
+    throw ManifestError(where + ": an entry is a JSON object, not " + std::string(j.type_name()));
+  if (!j.contains("kind"))
+    throw ManifestError(where +
+                        ": no \"kind\" (one of elementwise, reduction, raw, expression, source)");
   if (!j["kind"].is_string()) throw ManifestError(where + ": \"kind\" must be a string");
   e.kind = j["kind"].get<std::string>();
   for (const char* f : {"name", "kernel_name"})
@@ -56,7 +59,7 @@ ManifestEntry make_entry(const Manifest& m, json j, std::size_t number, std::siz
       e.name = j[f].get<std::string>();
       break;
     }
-  if (e.name.empty()) e.name = "#" + std::to_string(number);
+  if (e.name.empty()) e.name = std::to_string(number).insert(0, 1, '#');  // (GCC 12 -Wrestrict misfires on "#" + s)
   e.json = std::move(j);
   return e;
 }
@@ -93,7 +96,8 @@ Manifest parse_manifest(std::string_view text, const fs::path& path) {
           j = json::parse(one);
         } catch (const json::parse_error& e) {
           throw ManifestError(path.string() + ":" + std::to_string(line) + ":" +
-                              std::to_string(e.byte ? e.byte : 1) + ": JSON syntax error: " + parse_reason(e));
+                              std::to_string(e.byte ? e.byte : 1) +
+                              ": JSON syntax error: " + parse_reason(e));
         }
         m.entries.push_back(make_entry(m, std::move(j), ++number, line));
       }
@@ -120,14 +124,18 @@ Manifest parse_manifest(std::string_view text, const fs::path& path) {
       throw ManifestError(path.string() + ": no \"kernels\" list");
     if (doc.contains("archs")) {
       const json& a = doc["archs"];
-      if (!a.is_array() || !std::all_of(a.begin(), a.end(), [](const json& x) { return x.is_number_integer(); }))
-        throw ManifestError(path.string() + ": \"archs\" must be a list of integers such as [80, 90]");
+      if (!a.is_array() ||
+          !std::all_of(a.begin(), a.end(), [](const json& x) { return x.is_number_integer(); }))
+        throw ManifestError(path.string() +
+                            ": \"archs\" must be a list of integers such as [80, 90]");
       m.archs = a.get<std::vector<int>>();
     }
     kernels = std::move(doc["kernels"]);
   } else {
-    throw ManifestError(path.string() + ": a manifest is a JSON object with \"kernels\", a JSON array of "
-                        "entries, or JSON lines; this is " + std::string(doc.type_name()));
+    throw ManifestError(path.string() +
+                        ": a manifest is a JSON object with \"kernels\", a JSON array of "
+                        "entries, or JSON lines; this is " +
+                        std::string(doc.type_name()));
   }
   std::size_t number = 0;
   for (auto& j : kernels) m.entries.push_back(make_entry(m, std::move(j), ++number, 0));
@@ -136,9 +144,11 @@ Manifest parse_manifest(std::string_view text, const fs::path& path) {
 
 Manifest read_manifest(const fs::path& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw ManifestError(path.string() + ": is a folder, not a manifest file");
+  if (fs::is_directory(path, ec))
+    throw ManifestError(path.string() + ": is a folder, not a manifest file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ManifestError(path.string() + ": cannot open the manifest: " + std::strerror(errno));
+  if (!in)
+    throw ManifestError(path.string() + ": cannot open the manifest: " + std::strerror(errno));
   std::ostringstream s;
   s << in.rdbuf();
   return parse_manifest(s.str(), path);
@@ -147,7 +157,8 @@ Manifest read_manifest(const fs::path& path) {
 std::vector<int> recorded_archs(const Manifest& m) {
   std::set<int> archs;
   for (const auto& e : m.entries)
-    if (e.kind == "source" && e.json.contains("recorded_arch") && e.json["recorded_arch"].is_number_integer())
+    if (e.kind == "source" && e.json.contains("recorded_arch") &&
+        e.json["recorded_arch"].is_number_integer())
       archs.insert(e.json["recorded_arch"].get<int>());
   return {archs.begin(), archs.end()};
 }
@@ -176,8 +187,10 @@ std::vector<PrecompileJob> expand_entry(const Manifest& m, const ManifestEntry& 
     }
   }
   std::string known;
-  for (const ManifestKind& k : manifest_kinds()) known += (known.empty() ? "" : ", ") + std::string(k.kind);
-  throw ManifestError(m.path.string() + ": " + e.label() + ": unknown kind '" + e.kind + "' (known: " + known + ")");
+  for (const ManifestKind& k : manifest_kinds())
+    known += (known.empty() ? "" : ", ") + std::string(k.kind);
+  throw ManifestError(m.path.string() + ": " + e.label() + ": unknown kind '" + e.kind +
+                      "' (known: " + known + ")");
 }
 
 }  // namespace kiln::tools

@@ -10,12 +10,11 @@
 //     for (auto& job : expand_entry(m, e, 90)) cache::compile_cached(job.request, cfg);
 #include <cstddef>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kiln/cache/compile_request.hpp"
 #include "kiln/runtime/error.hpp"
@@ -33,8 +32,8 @@ struct ManifestEntry {
   std::size_t number = 0;  // 1-based position in the manifest
   std::size_t line = 0;    // JSON lines: the line it is on (else 0)
   nlohmann::json json;
-  std::string kind;        // json["kind"]
-  std::string name;        // a name for messages: "name", "kernel_name", or "#<number>"
+  std::string kind;  // json["kind"]
+  std::string name;  // a name for messages: "name", "kernel_name", or "#<number>"
   /// "entry 3 (elementwise 'my_kernel')" for messages.
   std::string label() const;
 };
@@ -52,18 +51,19 @@ Manifest parse_manifest(std::string_view text, const std::filesystem::path& path
 /// One kernel to compile: a request plus how to describe it.
 struct PrecompileJob {
   cache::CompileRequest request;
-  std::string variant;     // "contiguous w4 i32", "strided ndim 2 i64", "" when exact
-  std::size_t entry = 0;   // ManifestEntry::number
+  std::string variant;    // "contiguous w4 i32", "strided ndim 2 i64", "" when exact
+  std::size_t entry = 0;  // ManifestEntry::number
   std::string kind, name;
 };
 
 /// What an entry of one kind compiles to for `arch`. Throws kiln::Error for bad entries
 /// (expand_entry prefixes the entry's label).
-using KindExpander = std::vector<PrecompileJob> (*)(const Manifest&, const ManifestEntry&, int arch);
+using KindExpander = std::vector<PrecompileJob> (*)(const Manifest&, const ManifestEntry&,
+                                                    int arch);
 
 struct ManifestKind {
   std::string_view kind;
-  KindExpander expand;  // nullptr: the schema is defined but this build cannot compile it
+  KindExpander expand;          // nullptr: the schema is defined but this build cannot compile it
   std::string_view lands_with;  // for the "not supported by this build" message
 };
 /// The dispatch table: every kind the format defines, in documentation order.

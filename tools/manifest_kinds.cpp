@@ -55,14 +55,16 @@ class Fields {
   std::vector<std::string> strings(const char* f) {
     const json* v = take(f);
     if (!v) return {};
-    if (!v->is_array() || !std::all_of(v->begin(), v->end(), [](const json& x) { return x.is_string(); }))
+    if (!v->is_array() ||
+        !std::all_of(v->begin(), v->end(), [](const json& x) { return x.is_string(); }))
       bad(f, "a list of strings");
     return v->get<std::vector<std::string>>();
   }
   std::vector<int> ints(const char* f) {
     const json* v = take(f);
     if (!v) return {};
-    if (!v->is_array() || !std::all_of(v->begin(), v->end(), [](const json& x) { return x.is_number_integer(); }))
+    if (!v->is_array() ||
+        !std::all_of(v->begin(), v->end(), [](const json& x) { return x.is_number_integer(); }))
       bad(f, "a list of integers");
     return v->get<std::vector<int>>();
   }
@@ -84,7 +86,9 @@ class Fields {
   }
 
  private:
-  [[noreturn]] std::string missing(const char* f) { throw kiln::ValueError("missing field '" + std::string(f) + "'"); }
+  [[noreturn]] std::string missing(const char* f) {
+    throw kiln::ValueError("missing field '" + std::string(f) + "'");
+  }
   const json& j_;
   std::set<std::string> used_;
 };
@@ -105,15 +109,16 @@ std::vector<kiln::dtype> dtype_list(const json& v, const std::string& field) {
 }
 
 std::string describe(const codegen::ElementwiseSpec& s) {
-  std::string v = s.layout == codegen::Layout::contiguous ? "contiguous w" + std::to_string(s.vector_width)
-                                                          : "strided ndim " + std::to_string(s.ndim);
+  std::string v = s.layout == codegen::Layout::contiguous
+                      ? "contiguous w" + std::to_string(s.vector_width)
+                      : "strided ndim " + std::to_string(s.ndim);
   return v + " i" + std::to_string(s.index_bits);
 }
 
 std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEntry& e, int arch) {
-  Fields f(e.json, {"name", "in_params", "out_params", "operation", "preamble", "loop_prep", "after_loop",
-                    "reduce_dims", "no_return", "return_tuple", "options", "dtypes", "scalar_inputs",
-                    "max_ndim", "index64", "raw_ndim", "layout"});
+  Fields f(e.json, {"name", "in_params", "out_params", "operation", "preamble", "loop_prep",
+                    "after_loop", "reduce_dims", "no_return", "return_tuple", "options", "dtypes",
+                    "scalar_inputs", "max_ndim", "index64", "raw_ndim", "layout"});
   elementwise_options opts;
   const std::string in = f.str("in_params", true), out = f.str("out_params", true);
   const std::string op = f.str("operation", true), name = f.str("name", true);
@@ -131,12 +136,14 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
   base.index64 = f.boolean("index64", base.index64);
   base.raw_ndim = f.integer("raw_ndim", base.raw_ndim);
   if (const json* l = f.take("layout")) {
-    if (!l->is_object()) Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
+    if (!l->is_object())
+      Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
     Fields lf(*l, {"layout", "ndim", "index_bits", "vector_width", "raw_ndim"});
     elementwise_layout exact;
     const std::string kind = lf.str("layout", false, "contiguous");
     if (kind != "contiguous" && kind != "strided")
-      throw kiln::ValueError("field 'layout.layout' is '" + kind + "'; it is \"contiguous\" or \"strided\"");
+      throw kiln::ValueError("field 'layout.layout' is '" + kind +
+                             "'; it is \"contiguous\" or \"strided\"");
     exact.layout = kind == "strided" ? codegen::Layout::strided : codegen::Layout::contiguous;
     exact.ndim = lf.integer("ndim", 1);
     exact.index_bits = lf.integer("index_bits", 32);
@@ -146,7 +153,9 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     base.only = exact;
   }
   const json* bindings = f.take("dtypes");
-  if (!bindings) throw kiln::ValueError("missing field 'dtypes' (a list of dtype lists, one per binding to build)");
+  if (!bindings)
+    throw kiln::ValueError(
+        "missing field 'dtypes' (a list of dtype lists, one per binding to build)");
   f.finish();
   if (!bindings->is_array() || bindings->empty())
     Fields::bad("dtypes", "a non-empty list of dtype lists, e.g. [[\"float32\", \"float32\"]]");
@@ -170,7 +179,8 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
 
 // An exact recorded compile: what record mode writes. The arch comes from the command line.
 std::vector<PrecompileJob> expand_source(const Manifest&, const ManifestEntry& e, int arch) {
-  Fields f(e.json, {"source", "kernel_name", "options", "name_expressions", "made_by", "cache", "recorded_arch"});
+  Fields f(e.json, {"source", "kernel_name", "options", "name_expressions", "made_by", "cache",
+                    "recorded_arch"});
   PrecompileJob job;
   job.request.source = f.str("source", true);
   job.request.kernel_name = f.str("kernel_name", true);
@@ -178,7 +188,7 @@ std::vector<PrecompileJob> expand_source(const Manifest&, const ManifestEntry& e
   job.request.name_expressions = f.strings("name_expressions");
   job.request.kind = f.str("made_by", false, "source");
   job.request.arch = arch;
-  f.take("cache");          // hit/compiled when recorded: for humans
+  f.take("cache");  // hit/compiled when recorded: for humans
   f.integer("recorded_arch", 0);
   f.finish();
   job.variant = job.request.kind == "source" ? "" : "recorded " + job.request.kind;
@@ -186,10 +196,8 @@ std::vector<PrecompileJob> expand_source(const Manifest&, const ManifestEntry& e
 }
 
 constexpr ManifestKind kKinds[] = {
-    {"elementwise", expand_elementwise, ""},
-    {"reduction", nullptr, "ReductionKernel"},
-    {"raw", nullptr, "RawKernel/RawModule"},
-    {"expression", nullptr, "fused array expressions"},
+    {"elementwise", expand_elementwise, ""}, {"reduction", nullptr, "ReductionKernel"},
+    {"raw", nullptr, "RawKernel/RawModule"}, {"expression", nullptr, "fused array expressions"},
     {"source", expand_source, ""},
 };
 

@@ -18,7 +18,8 @@ namespace {
 enum class Outcome { compiled, cached, failed };
 
 std::string job_label(const PrecompileJob& j) {
-  return j.name + (j.variant.empty() ? "" : " [" + j.variant + "]") + " sm_" + std::to_string(j.request.arch);
+  return j.name + (j.variant.empty() ? "" : " [" + j.variant + "]") + " sm_" +
+         std::to_string(j.request.arch);
 }
 
 }  // namespace
@@ -35,8 +36,10 @@ PrecompileSummary precompile(const std::vector<PrecompileJob>& all, const Precom
     std::unordered_set<cache::Key, cache::KeyHash> seen;
     for (const auto& j : all) {
       const cache::Key k = cache::cache_key(j.request);
-      if (seen.insert(k).second) jobs.push_back({&j, k});
-      else ++sum.duplicates;
+      if (seen.insert(k).second)
+        jobs.push_back({&j, k});
+      else
+        ++sum.duplicates;
     }
   }
   cache::CacheConfig cfg;
@@ -50,20 +53,26 @@ PrecompileSummary precompile(const std::vector<PrecompileJob>& all, const Precom
     std::lock_guard lock(out_mutex);
     ++done;
     (o == Outcome::compiled ? sum.compiled : o == Outcome::cached ? sum.cached : sum.failed)++;
-    if (o == Outcome::failed) sum.failures.push_back(job_label(*kj.job) + " (entry " + std::to_string(kj.job->entry) + "): " + detail);
+    if (o == Outcome::failed)
+      sum.failures.push_back(job_label(*kj.job) + " (entry " + std::to_string(kj.job->entry) +
+                             "): " + detail);
     if (opts.progress_bar) {
       if (o == Outcome::failed)
-        std::fprintf(stderr, "\r\033[KFAILED %s (entry %zu): %s\n", job_label(*kj.job).c_str(), kj.job->entry, detail.c_str());
+        std::fprintf(stderr, "\r\033[KFAILED %s (entry %zu): %s\n", job_label(*kj.job).c_str(),
+                     kj.job->entry, detail.c_str());
       constexpr int kWidth = 30;
       const int filled = int(kWidth * done / jobs.size());
-      std::fprintf(stderr, "\r\033[K[%s%s] %zu/%zu  compiled %zu  cached %zu  failed %zu", std::string(filled, '#').c_str(),
-                   std::string(kWidth - filled, ' ').c_str(), done, jobs.size(), sum.compiled, sum.cached, sum.failed);
+      std::fprintf(stderr, "\r\033[K[%s%s] %zu/%zu  compiled %zu  cached %zu  failed %zu",
+                   std::string(filled, '#').c_str(), std::string(kWidth - filled, ' ').c_str(),
+                   done, jobs.size(), sum.compiled, sum.cached, sum.failed);
       if (done == jobs.size()) std::fprintf(stderr, "\n");
       std::fflush(stderr);
     } else {
-      const char* what = o == Outcome::compiled ? "compiled" : o == Outcome::cached ? "cached  " : "FAILED  ";
-      std::fprintf(opts.out, "%s %s %s%s%s\n", what, job_label(*kj.job).c_str(), kj.key.hex().c_str(),
-                   detail.empty() ? "" : ": ", detail.c_str());
+      const char* what = o == Outcome::compiled ? "compiled"
+                         : o == Outcome::cached ? "cached  "
+                                                : "FAILED  ";
+      std::fprintf(opts.out, "%s %s %s%s%s\n", what, job_label(*kj.job).c_str(),
+                   kj.key.hex().c_str(), detail.empty() ? "" : ": ", detail.c_str());
       std::fflush(opts.out);
     }
   };
@@ -74,20 +83,23 @@ PrecompileSummary precompile(const std::vector<PrecompileJob>& all, const Precom
     const cache::EntryMetadata meta{job.kind, job.name, job.request.arch};
     std::string why;
     if (cache::read_entry(path, kj.key, why)) {
-      if (!cache::read_entry_metadata(opts.dir, kj.key)) cache::write_entry_metadata(opts.dir, kj.key, meta);
+      if (!cache::read_entry_metadata(opts.dir, kj.key))
+        cache::write_entry_metadata(opts.dir, kj.key, meta);
       return report(kj, Outcome::cached, "");
     }
     try {
       cache::compile_cached(job.request, cfg);
     } catch (const kiln::CompileError& e) {
       const std::string what = e.what();
-      return report(kj, Outcome::failed, "NVRTC rejected it:\n" + (e.log().empty() ? what : e.log()));
+      return report(kj, Outcome::failed,
+                    "NVRTC rejected it:\n" + (e.log().empty() ? what : e.log()));
     } catch (const std::exception& e) {
       return report(kj, Outcome::failed, e.what());
     }
     why.clear();
     if (!cache::read_entry(path, kj.key, why))
-      return report(kj, Outcome::failed, "compiled, but no valid entry at " + path.string() + " (" + why + ")");
+      return report(kj, Outcome::failed,
+                    "compiled, but no valid entry at " + path.string() + " (" + why + ")");
     cache::write_entry_metadata(opts.dir, kj.key, meta);
     report(kj, Outcome::compiled, "");
   };

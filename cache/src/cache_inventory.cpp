@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -22,23 +23,31 @@ namespace fs = std::filesystem;
 
 const char* to_string(CacheFileType t) noexcept {
   switch (t) {
-    case CacheFileType::entry: return "entry";
-    case CacheFileType::lock: return "lock";
-    case CacheFileType::source: return "source";
-    case CacheFileType::metadata: return "metadata";
-    case CacheFileType::temp: return "temp";
-    case CacheFileType::stray: return "stray";
+    case CacheFileType::entry:
+      return "entry";
+    case CacheFileType::lock:
+      return "lock";
+    case CacheFileType::source:
+      return "source";
+    case CacheFileType::metadata:
+      return "metadata";
+    case CacheFileType::temp:
+      return "temp";
+    case CacheFileType::stray:
+      return "stray";
   }
   return "?";
 }
 
 std::size_t Inventory::valid_entries() const {
-  return std::count_if(files.begin(), files.end(),
-                       [](const CacheFile& f) { return f.type == CacheFileType::entry && f.problem.empty(); });
+  return std::count_if(files.begin(), files.end(), [](const CacheFile& f) {
+    return f.type == CacheFileType::entry && f.problem.empty();
+  });
 }
 std::size_t Inventory::bad_entries() const {
-  return std::count_if(files.begin(), files.end(),
-                       [](const CacheFile& f) { return f.type == CacheFileType::entry && !f.problem.empty(); });
+  return std::count_if(files.begin(), files.end(), [](const CacheFile& f) {
+    return f.type == CacheFileType::entry && !f.problem.empty();
+  });
 }
 std::uint64_t Inventory::entry_bytes() const {
   std::uint64_t n = 0;
@@ -55,7 +64,8 @@ constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 30;
 std::string errno_text() { return std::strerror(errno); }
 
 bool is_hex(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 std::optional<Key> key_from_hex(std::string_view hex) {
@@ -67,7 +77,8 @@ std::optional<Key> key_from_hex(std::string_view hex) {
 std::vector<std::string> list_dir(const fs::path& dir) {
   std::vector<std::string> names;
   DIR* d = ::opendir(dir.c_str());
-  if (!d) throw kiln::Error("cannot read kernel cache folder " + dir.string() + ": " + errno_text());
+  if (!d)
+    throw kiln::Error("cannot read kernel cache folder " + dir.string() + ": " + errno_text());
   while (const dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
     if (n != "." && n != "..") names.push_back(std::move(n));
@@ -89,11 +100,16 @@ void classify(CacheFile& f, const std::string& folder, const std::string& name) 
     f.problem = "not a kiln cache file name";
     return;
   }
-  if (ext == ".kbin") f.type = CacheFileType::entry;
-  else if (ext == ".lock") f.type = CacheFileType::lock;
-  else if (ext == ".cu") f.type = CacheFileType::source;
-  else if (ext == ".meta") f.type = CacheFileType::metadata;
-  else if (ext.starts_with(".kbin.tmp.") || ext.starts_with(".cu.tmp.") || ext.starts_with(".meta.tmp."))
+  if (ext == ".kbin")
+    f.type = CacheFileType::entry;
+  else if (ext == ".lock")
+    f.type = CacheFileType::lock;
+  else if (ext == ".cu")
+    f.type = CacheFileType::source;
+  else if (ext == ".meta")
+    f.type = CacheFileType::metadata;
+  else if (ext.starts_with(".kbin.tmp.") || ext.starts_with(".cu.tmp.") ||
+           ext.starts_with(".meta.tmp."))
     f.type = CacheFileType::temp;
   else {
     f.type = CacheFileType::stray;
@@ -134,10 +150,14 @@ std::optional<Binary> read_entry(const fs::path& path, const Key& key, std::stri
   }
   struct stat st {};
   std::string bytes;
-  if (::fstat(fd, &st) != 0) why = "cannot stat: " + errno_text();
-  else if (!S_ISREG(st.st_mode)) why = "not a regular file";
-  else if (auto refused = detail::refuse_reason(st)) why = "refused, " + *refused;
-  else if (std::uint64_t(st.st_size) > kMaxEntryBytes) why = "implausibly large (" + std::to_string(st.st_size) + " bytes)";
+  if (::fstat(fd, &st) != 0)
+    why = "cannot stat: " + errno_text();
+  else if (!S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if (auto refused = detail::refuse_reason(st))
+    why = "refused, " + *refused;
+  else if (std::uint64_t(st.st_size) > kMaxEntryBytes)
+    why = "implausibly large (" + std::to_string(st.st_size) + " bytes)";
   else {
     bytes.resize(std::size_t(st.st_size));
     std::size_t done = 0;
@@ -182,7 +202,8 @@ Inventory scan_cache(const fs::path& dir, bool check_entries) {
     if (!fanout) {
       CacheFile f{.path = sub};
       describe(f, fst);
-      f.problem = S_ISLNK(fst.st_mode) ? "symbolic link, not an entry" : "not a kiln cache folder or file";
+      f.problem =
+          S_ISLNK(fst.st_mode) ? "symbolic link, not an entry" : "not a kiln cache folder or file";
       inv.files.push_back(std::move(f));
       continue;
     }
@@ -193,9 +214,12 @@ Inventory scan_cache(const fs::path& dir, bool check_entries) {
       if (::lstat(f.path.c_str(), &s) != 0) continue;
       describe(f, s);
       classify(f, folder, name);
-      if (S_ISLNK(s.st_mode)) f.problem = "symbolic link, not an entry";
-      else if (!S_ISREG(s.st_mode)) f.problem = "not a regular file";
-      else if (refused) f.problem = "in a refused folder: " + *refused;
+      if (S_ISLNK(s.st_mode))
+        f.problem = "symbolic link, not an entry";
+      else if (!S_ISREG(s.st_mode))
+        f.problem = "not a regular file";
+      else if (refused)
+        f.problem = "in a refused folder: " + *refused;
       if (f.type == CacheFileType::entry && f.problem.empty() && check_entries) {
         if (auto bin = read_entry(f.path, *f.key, f.problem)) {
           CubinInfo info = inspect_cubin(bin->cubin);
@@ -214,20 +238,23 @@ std::optional<std::string> cache_folder_problem(const fs::path& dir, bool create
   if (dir.empty()) return std::string("no cache folder (set KILN_CACHE_DIR or HOME)");
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT && errno != ENOTDIR) return "cannot use cache folder " + dir.string() + ": " + errno_text();
+    if (errno != ENOENT && errno != ENOTDIR)
+      return "cannot use cache folder " + dir.string() + ": " + errno_text();
     if (!create) return "cache folder " + dir.string() + " does not exist";
     // Say which ancestor is in the way: "a file" is the usual mistake.
     for (fs::path p = dir.parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
       struct stat pst {};
       if (::stat(p.c_str(), &pst) == 0) {
         if (!S_ISDIR(pst.st_mode))
-          return "cannot create cache folder " + dir.string() + ": " + p.string() + " is a file, not a folder";
+          return "cannot create cache folder " + dir.string() + ": " + p.string() +
+                 " is a file, not a folder";
         break;
       }
       if (errno != ENOENT && errno != ENOTDIR) break;
     }
     if (auto err = detail::make_dirs_0700(dir)) return "cannot create cache folder: " + *err;
-    if (::stat(dir.c_str(), &st) != 0) return "cannot use cache folder " + dir.string() + ": " + errno_text();
+    if (::stat(dir.c_str(), &st) != 0)
+      return "cannot use cache folder " + dir.string() + ": " + errno_text();
   }
   if (auto why = folder_problem(dir, st)) return why;
   const fs::path probe = dir / (".kiln-write-probe." + std::to_string(::getpid()));
@@ -252,16 +279,33 @@ std::string one_line(std::string s) {
 bool write_entry_metadata(const fs::path& dir, const Key& key, const EntryMetadata& meta) {
   const std::string text = "kind=" + one_line(meta.kind) + "\nname=" + one_line(meta.name) +
                            "\narch=" + std::to_string(meta.arch) + "\n";
-  return !detail::write_atomically(sidecar(dir, key, ".meta"), text);
+  // Temp + rename without write_atomically's fsyncs: metadata is a description, not the
+  // binary, and two fsyncs per kernel would cost a fifth of a small kernel's precompile. A
+  // crash leaves at worst an empty or missing .meta, which readers treat as none.
+  const fs::path path = sidecar(dir, key, ".meta");
+  static std::atomic<unsigned> counter{0};
+  const fs::path tmp =
+      path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
 }
 
 std::optional<EntryMetadata> read_entry_metadata(const fs::path& dir, const Key& key) {
-  const int fd = ::open(sidecar(dir, key, ".meta").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOATIME);
+  const int fd = ::open(sidecar(dir, key, ".meta").c_str(),
+                        O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOATIME);
   if (fd < 0) return std::nullopt;
   char buf[4096];
   struct stat st {};
   ssize_t n = -1;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && !detail::refuse_reason(st)) n = ::read(fd, buf, sizeof buf);
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && !detail::refuse_reason(st))
+    n = ::read(fd, buf, sizeof buf);
   ::close(fd);
   if (n <= 0) return std::nullopt;
   EntryMetadata m;
@@ -273,9 +317,12 @@ std::optional<EntryMetadata> read_entry_metadata(const fs::path& dir, const Key&
     const auto eq = line.find('=');
     if (eq == std::string_view::npos) continue;
     const std::string_view k = line.substr(0, eq), v = line.substr(eq + 1);
-    if (k == "kind") m.kind = v;
-    else if (k == "name") m.name = v;
-    else if (k == "arch") m.arch = std::atoi(std::string(v).c_str());
+    if (k == "kind")
+      m.kind = v;
+    else if (k == "name")
+      m.name = v;
+    else if (k == "arch")
+      m.arch = std::atoi(std::string(v).c_str());
   }
   return m;
 }
@@ -316,16 +363,19 @@ PruneResult prune_cache(const fs::path& dir, const PruneOptions& opts) {
   for (const auto& f : inv.files)
     if (f.type == CacheFileType::entry) entries.push_back(&f);
   // Most recently used first: what stays under max_bytes.
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const CacheFile* a, const CacheFile* b) { return a->last_used > b->last_used; });
+  std::stable_sort(entries.begin(), entries.end(), [](const CacheFile* a, const CacheFile* b) {
+    return a->last_used > b->last_used;
+  });
   std::uint64_t kept = 0;
   for (const CacheFile* f : entries) {
     bool remove = opts.everything;
     if (opts.bad_entries && !f->problem.empty()) remove = true;
     if (opts.older_than_s && now - f->last_used > *opts.older_than_s) remove = true;
     if (opts.max_bytes && !remove) {
-      if (kept + f->size > *opts.max_bytes) remove = true;
-      else kept += f->size;
+      if (kept + f->size > *opts.max_bytes)
+        remove = true;
+      else
+        kept += f->size;
     }
     if (!remove) continue;
     // A symlink or other non-entry in an entry's name: remove the link itself, nothing else.
@@ -354,7 +404,8 @@ PruneResult prune_cache(const fs::path& dir, const PruneOptions& opts) {
       const bool gone = writer <= 0 || (::kill(writer, 0) != 0 && errno == ESRCH);
       // A live pid may be a reused one: a temp untouched for a day is a leftover too.
       if ((gone || now - f.mtime > 86400) && remove_file(f.path, r)) ++r.temps_removed;
-    } else if (opts.everything && (f.type == CacheFileType::source || f.type == CacheFileType::metadata)) {
+    } else if (opts.everything &&
+               (f.type == CacheFileType::source || f.type == CacheFileType::metadata)) {
       remove_file(f.path, r);
     }
   }

@@ -41,7 +41,8 @@ CubinInfo inspect_cubin(std::string_view c) {
     for (std::uint64_t k = 0; k < sh.sh_size / sizeof(Elf64_Sym); ++k) {
       Elf64_Sym s{};
       if (!read_at(c, sh.sh_offset + k * sizeof s, s)) return info;
-      if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || !(s.st_other & kCudaEntry) || s.st_name >= names.size())
+      if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || !(s.st_other & kCudaEntry) ||
+          s.st_name >= names.size())
         continue;
       const std::string_view rest = names.substr(s.st_name);
       info.kernels.emplace_back(rest.substr(0, rest.find('\0')));

@@ -21,11 +21,21 @@ void put_json_string(std::string& out, std::string_view s) {
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -88,7 +98,8 @@ std::string record_line(const CompileRequest& req, bool compiled) {
   return out;
 }
 
-void record_kernel(const std::filesystem::path& manifest, const CompileRequest& req, bool compiled) {
+void record_kernel(const std::filesystem::path& manifest, const CompileRequest& req,
+                   bool compiled) {
   const std::string line = record_line(req, compiled);
   const int fd = ::open(manifest.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return warn_once(manifest, std::strerror(errno));

@@ -32,7 +32,8 @@ void check_arch(int arch) {
   const auto& archs = nvrtc_supported_archs();
   if (std::find(archs.begin(), archs.end(), arch) != archs.end()) return;
   throw kiln::ValueError("sm_" + std::to_string(arch) + " is not an architecture NVRTC " +
-                         nvrtc_version().full + " can compile for; supported: " + supported_archs_text());
+                         nvrtc_version().full +
+                         " can compile for; supported: " + supported_archs_text());
 }
 
 }  // namespace kiln::cache

@@ -2,7 +2,6 @@
 // device's arch into a fresh folder (as a CPU build machine would), rerun the program with
 // compiling forbidden: zero compiles.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -34,15 +33,18 @@ std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 
 }  // namespace
 
-TEST_CASE("record on the GPU, precompile into a fresh folder, rerun with compiling forbidden: zero compiles",
-          "[tools][gpu]") {
+TEST_CASE(
+    "record on the GPU, precompile into a fresh folder, rerun with compiling forbidden: zero "
+    "compiles",
+    "[tools][gpu]") {
   kiln::test::TempDir tmp;
   const fs::path tour = fs::path(KILN_BINARY_DIR) / "samples" / "tour";
   const fs::path record = tmp.path() / "recorded.jsonl", replay = tmp.path() / "replay.jsonl";
   const int arch = kiln::device_properties(0).arch();
 
   // 1. Record: a cold cache, so every kernel the tour loads is compiled and recorded.
-  auto first = run("env KILN_CACHE_DIR=" + q(tmp.path() / "warm") + " KILN_CACHE_RECORD=" + q(record) + " " + q(tour));
+  auto first = run("env KILN_CACHE_DIR=" + q(tmp.path() / "warm") +
+                   " KILN_CACHE_RECORD=" + q(record) + " " + q(tour));
   INFO(first.output);
   REQUIRE(first.status == 0);
   const auto recorded = kiln::tools::read_manifest(record);
@@ -50,16 +52,16 @@ TEST_CASE("record on the GPU, precompile into a fresh folder, rerun with compili
   for (const auto& e : recorded.entries) CHECK(e.json["cache"] == "compiled");
 
   // 2. Precompile exactly those for this device's arch into a fresh folder.
-  auto pre = run(std::string(KILN_CACHE_CLI) + " precompile " + q(record) + " --arch " + std::to_string(arch) +
-                 " --jobs 2 --cache-dir " + q(tmp.path() / "fresh"));
+  auto pre = run(std::string(KILN_CACHE_CLI) + " precompile " + q(record) + " --arch " +
+                 std::to_string(arch) + " --jobs 2 --cache-dir " + q(tmp.path() / "fresh"));
   INFO(pre.output);
   REQUIRE(pre.status == 0);
   CHECK(pre.output.find(" 0 failed") != std::string::npos);
 
   // 3. Rerun with compiling forbidden (a compile attempt would be a CacheMissError, exit 1),
   //    recording again: every kernel is a disk hit.
-  auto second = run("env KILN_CACHE_DIR=" + q(tmp.path() / "fresh") + " KILN_DISALLOW_COMPILE=1 KILN_CACHE_RECORD=" +
-                    q(replay) + " " + q(tour));
+  auto second = run("env KILN_CACHE_DIR=" + q(tmp.path() / "fresh") +
+                    " KILN_DISALLOW_COMPILE=1 KILN_CACHE_RECORD=" + q(replay) + " " + q(tour));
   INFO(second.output);
   CHECK(second.status == 0);
   const auto replayed = kiln::tools::read_manifest(replay);

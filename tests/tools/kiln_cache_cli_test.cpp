@@ -1,21 +1,19 @@
 // kiln-cache end to end: what it compiles is exactly what the library later looks up, it
 // says so only when it is true, and bad input is one line and exit status 2.
-#include <catch2/catch.hpp>
-
+#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "kiln/cache/cache_inventory.hpp"
 #include "kiln/cache/cache_key.hpp"
@@ -52,7 +50,9 @@ void write_file(const fs::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
 }
 
-std::size_t lines(const std::string& s) { return std::size_t(std::count(s.begin(), s.end(), '\n')); }
+std::size_t lines(const std::string& s) {
+  return std::size_t(std::count(s.begin(), s.end(), '\n'));
+}
 
 const char* kMyKernel =
     "elementwise --in 'float32 x, float32 y' --out 'float32 z' "
@@ -76,7 +76,8 @@ const char* kManifest = R"({
 })";
 
 // Every compile request the manifest stands for, as the library would build it.
-std::vector<kiln::cache::CompileRequest> requests_of(const fs::path& manifest, std::initializer_list<int> archs) {
+std::vector<kiln::cache::CompileRequest> requests_of(const fs::path& manifest,
+                                                     std::initializer_list<int> archs) {
   const auto m = kiln::tools::read_manifest(manifest);
   std::vector<kiln::cache::CompileRequest> out;
   for (int arch : archs)
@@ -85,7 +86,9 @@ std::vector<kiln::cache::CompileRequest> requests_of(const fs::path& manifest, s
   return out;
 }
 
-std::size_t valid_entries(const fs::path& dir) { return kiln::cache::scan_cache(dir).valid_entries(); }
+std::size_t valid_entries(const fs::path& dir) {
+  return kiln::cache::scan_cache(dir).valid_entries();
+}
 
 // A cache folder with the sample manifest precompiled for sm_80 and sm_90.
 struct Precompiled {
@@ -103,7 +106,8 @@ struct Precompiled {
 
 }  // namespace
 
-TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the library reads back", "[tools]") {
+TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the library reads back",
+          "[tools]") {
   Precompiled p;
   INFO(p.run.output);
   REQUIRE(p.run.status == 0);
@@ -122,7 +126,8 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   // The library, with compiling forbidden, finds my_kernel's contiguous sm_90 variant.
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", p.dir.string());
   kiln::test::ScopedEnv forbid("KILN_DISALLOW_COMPILE", "1");
-  kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
+  kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = (x - 2 > y) ? x * y : x + y",
+                            "my_kernel");
   const kiln::dtype f32[] = {kiln::float32, kiln::float32, kiln::float32};
   auto compiles = kiln::cache::stats().nvrtc_compiles.load();
   CHECK(k.compile_for(k.make_spec(f32, {.vector_width = 4}), 90).cubin.size() > 0);
@@ -164,19 +169,24 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
   const std::string key = j[0]["key"];
   auto show = run_cli("show " + key.substr(0, 10) + " --cache-dir " + q(p.dir));
   CHECK(show.status == 0);
-  CHECK_THAT(show.output, Contains(key) && Contains("status:   valid") && Contains("source:   not saved"));
+  CHECK_THAT(show.output,
+             Contains(key) && Contains("status:   valid") && Contains("source:   not saved"));
   CHECK(run_cli("show 0000zz --cache-dir " + q(p.dir)).status == 2);
   CHECK(run_cli("show ffffffffffffffffffffffffffffffff --cache-dir " + q(p.dir)).status == 2);
 
   // --save-source keeps the source, and show prints it with line numbers.
   kiln::test::TempDir other;
-  REQUIRE(run_cli("precompile " + q(p.manifest) + " --arch 90 --save-source --cache-dir " + q(other.path())).status == 0);
+  REQUIRE(run_cli("precompile " + q(p.manifest) + " --arch 90 --save-source --cache-dir " +
+                  q(other.path()))
+              .status == 0);
   const auto key90 = kiln::cache::cache_key(p.reqs.back()).hex();
   auto shown = run_cli("show " + key90 + " --cache-dir " + q(other.path()));
   CHECK_THAT(shown.output, Contains("exact(float* x)") && Contains("1 | extern"));
 }
 
-TEST_CASE("kiln-cache verify catches damaged entries, never counts a symlink, and --fix removes them", "[tools]") {
+TEST_CASE(
+    "kiln-cache verify catches damaged entries, never counts a symlink, and --fix removes them",
+    "[tools]") {
   Precompiled p;
   REQUIRE(p.run.status == 0);
   CHECK(run_cli("verify --cache-dir " + q(p.dir)).status == 0);
@@ -201,7 +211,8 @@ TEST_CASE("kiln-cache verify catches damaged entries, never counts a symlink, an
   auto v = run_cli("verify --cache-dir " + q(p.dir));
   CHECK(v.status == 1);
   CHECK_THAT(v.output, Contains("payload checksum mismatch") && Contains("truncated") &&
-                           Contains("symbolic link, not an entry") && Contains("13 valid entries, 3 bad"));
+                           Contains("symbolic link, not an entry") &&
+                           Contains("13 valid entries, 3 bad"));
   auto fixed = run_cli("verify --fix --cache-dir " + q(p.dir));
   CHECK(fixed.status == 0);
   CHECK_THAT(fixed.output, Contains("removed 3 bad entries"));
@@ -213,7 +224,8 @@ TEST_CASE("kiln-cache verify catches damaged entries, never counts a symlink, an
   CHECK(fs::exists(p.dir / "ab" / "not-kiln.txt"));
 }
 
-TEST_CASE("kiln-cache prune removes least recently used entries, never a busy one, and stale files", "[tools]") {
+TEST_CASE("kiln-cache prune removes least recently used entries, never a busy one, and stale files",
+          "[tools]") {
   Precompiled p;
   REQUIRE(p.run.status == 0);
   const kiln::cache::DiskCache disk(p.dir);
@@ -225,7 +237,8 @@ TEST_CASE("kiln-cache prune removes least recently used entries, never a busy on
     REQUIRE(::utimensat(AT_FDCWD, e.c_str(), t, 0) == 0);
   }
   // Another process "compiling" the first one holds its lock.
-  const int busy = ::open(disk.lock_path(kiln::cache::cache_key(p.reqs[0])).c_str(), O_RDWR | O_CREAT, 0600);
+  const int busy =
+      ::open(disk.lock_path(kiln::cache::cache_key(p.reqs[0])).c_str(), O_RDWR | O_CREAT, 0600);
   REQUIRE(::flock(busy, LOCK_EX) == 0);
   // A temp file left by a dead writer.
   const auto temp = old[1].string() + ".tmp.999999999.0";
@@ -258,7 +271,8 @@ TEST_CASE("kiln-cache prune removes least recently used entries, never a busy on
   auto cleared = run_cli("clear --cache-dir " + q(p.dir));
   CHECK(cleared.status == 0);
   CHECK(valid_entries(p.dir) == 0);
-  for (const auto& f : kiln::cache::scan_cache(p.dir).files) CHECK(f.type == kiln::cache::CacheFileType::stray);
+  for (const auto& f : kiln::cache::scan_cache(p.dir).files)
+    CHECK(f.type == kiln::cache::CacheFileType::stray);
   CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 0"));
 }
 
@@ -266,7 +280,8 @@ TEST_CASE("two kiln-cache precompile runs into one folder at once both succeed",
   kiln::test::TempDir tmp;
   const auto manifest = tmp.path() / "kernels.json";
   write_file(manifest, kManifest);
-  const std::string cmd = "precompile " + q(manifest) + " --arch 90 --jobs 2 --cache-dir " + q(tmp.path() / "c");
+  const std::string cmd =
+      "precompile " + q(manifest) + " --arch 90 --jobs 2 --cache-dir " + q(tmp.path() / "c");
   auto a = std::async(std::launch::async, [&] { return run_cli(cmd); });
   auto b = std::async(std::launch::async, [&] { return run_cli(cmd); });
   const Result ra = a.get(), rb = b.get();
@@ -277,7 +292,8 @@ TEST_CASE("two kiln-cache precompile runs into one folder at once both succeed",
   CHECK(run_cli("verify --cache-dir " + q(tmp.path() / "c")).status == 0);
 }
 
-TEST_CASE("kiln-cache precompile reports a kernel that fails with its log, goes on, and exits 1", "[tools]") {
+TEST_CASE("kiln-cache precompile reports a kernel that fails with its log, goes on, and exits 1",
+          "[tools]") {
   kiln::test::TempDir tmp;
   const auto manifest = tmp.path() / "k.json";
   write_file(manifest, R"([
@@ -287,7 +303,8 @@ TEST_CASE("kiln-cache precompile reports a kernel that fails with its log, goes 
      "name": "fine", "dtypes": [["float32", "float32"]], "layout": {}}])");
   auto r = run_cli("precompile " + q(manifest) + " --arch 90 --cache-dir " + q(tmp.path() / "c"));
   CHECK(r.status == 1);
-  CHECK_THAT(r.output, Contains("operation(1)") && Contains("1 compiled, 0 already cached, 1 failed") &&
+  CHECK_THAT(r.output, Contains("operation(1)") &&
+                           Contains("1 compiled, 0 already cached, 1 failed") &&
                            Contains("failed: broken"));
   CHECK(valid_entries(tmp.path() / "c") == 1);
 }
@@ -305,23 +322,30 @@ TEST_CASE("kiln-cache rejects bad manifests with the file, the place and the ent
   struct Case {
     std::string text, expect;
   } cases[] = {
-      {"{\"kernels\": [\n  {\"kind\": \"elementwise\",\n   \"name\": x}]}", "m.json:3:12: JSON syntax error"},
+      {"{\"kernels\": [\n  {\"kind\": \"elementwise\",\n   \"name\": x}]}",
+       "m.json:3:12: JSON syntax error"},
       {"", "m.json:1:1: JSON syntax error"},
-      {R"({"kernels": [{"kind": "source", "kernel_name": "a", "source": "x"}, {"kind": "tensor_core"}]})", "entry 2 (tensor_core '#2'): unknown kind 'tensor_core'"},
-      {"[{" + ew + R"(, "dtypes": [["float33", "float32"]]}])", "entry 1 (elementwise 'k'): unknown dtype 'float33'"},
-      {"[{" + ew + R"(, "dtypes": [["float32", "float32"]], "opration": "y = 2"}])", "entry 1 (elementwise 'k'): unknown field 'opration'"},
+      {R"({"kernels": [{"kind": "source", "kernel_name": "a", "source": "x"}, {"kind": "tensor_core"}]})",
+       "entry 2 (tensor_core '#2'): unknown kind 'tensor_core'"},
+      {"[{" + ew + R"(, "dtypes": [["float33", "float32"]]}])",
+       "entry 1 (elementwise 'k'): unknown dtype 'float33'"},
+      {"[{" + ew + R"(, "dtypes": [["float32", "float32"]], "opration": "y = 2"}])",
+       "entry 1 (elementwise 'k'): unknown field 'opration'"},
       {"[{" + ew + "}]", "entry 1 (elementwise 'k'): missing field 'dtypes'"},
       {"[{" + ew + R"(, "dtypes": "float32"}])", "field 'dtypes' must be"},
-      {"[{" + ew + R"(, "dtypes": [["float32", "float32"]], "layout": {"layout": "diagonal"}}])", "'diagonal'"},
+      {"[{" + ew + R"(, "dtypes": [["float32", "float32"]], "layout": {"layout": "diagonal"}}])",
+       "'diagonal'"},
       {"[{" + ew + R"(, "dtypes": [["float32", "float32"]]}, {"kind": "reduction", "name": "s"}])",
        "entry 2 (reduction 's'): kind 'reduction' is not supported by this build"},
-      {R"([{"kind": "raw", "code": "", "name": "r"}])", "kind 'raw' is not supported by this build"},
+      {R"([{"kind": "raw", "code": "", "name": "r"}])",
+       "kind 'raw' is not supported by this build"},
       {R"([{"kind": "expression"}])", "kind 'expression' is not supported by this build"},
       {R"([{"name": "k"}])", "entry 1: no \"kind\""},
       {R"([42])", "entry 1: an entry is a JSON object"},
       {R"({"kernels": [], "kernals": []})", "unknown top-level field 'kernals'"},
       {R"({"kiln_manifest": 7, "kernels": []})", "\"kiln_manifest\": 7"},
-      {"{\"kind\": \"source\", \"kernel_name\": \"a\", \"source\": \"x\"}\n{\"kind\": \"source\", oops}\n",
+      {"{\"kind\": \"source\", \"kernel_name\": \"a\", \"source\": \"x\"}\n{\"kind\": \"source\", "
+       "oops}\n",
        "m.json:2:"},
       {R"("just a string")", "a manifest is a JSON object"},
   };
@@ -334,14 +358,16 @@ TEST_CASE("kiln-cache rejects bad manifests with the file, the place and the ent
   }
   CHECK(!fs::exists(dir));  // nothing was compiled or created for a bad manifest
 
-  auto missing = run_cli("precompile " + q(tmp.path() / "nope.json") + " --arch 90 --cache-dir " + q(dir));
+  auto missing =
+      run_cli("precompile " + q(tmp.path() / "nope.json") + " --arch 90 --cache-dir " + q(dir));
   CHECK(missing.status == 2);
   CHECK_THAT(missing.output, Contains("nope.json: cannot open the manifest"));
   auto folder = run_cli("precompile " + q(tmp.path()) + " --arch 90 --cache-dir " + q(dir));
   CHECK(folder.status == 2);
 }
 
-TEST_CASE("kiln-cache refuses cache folders it cannot write or that programs would not read", "[tools]") {
+TEST_CASE("kiln-cache refuses cache folders it cannot write or that programs would not read",
+          "[tools]") {
   kiln::test::TempDir tmp;
   const auto manifest = tmp.path() / "kernels.json";
   write_file(manifest, kManifest);
@@ -391,12 +417,14 @@ TEST_CASE("kiln-cache refuses cache folders it cannot write or that programs wou
   CHECK(!fs::exists(tmp.path() / "none"));
 }
 
-TEST_CASE("kiln-cache names the archs NVRTC supports for a bad --arch, and parse errors exit 2", "[tools]") {
+TEST_CASE("kiln-cache names the archs NVRTC supports for a bad --arch, and parse errors exit 2",
+          "[tools]") {
   kiln::test::TempDir tmp;
   const auto manifest = tmp.path() / "kernels.json";
   write_file(manifest, kManifest);
   for (const char* arch : {"0", "52", "999", "abc", "90,52"}) {
-    auto r = run_cli("precompile " + q(manifest) + " --arch " + arch + " --cache-dir " + q(tmp.path() / "c"));
+    auto r = run_cli("precompile " + q(manifest) + " --arch " + arch + " --cache-dir " +
+                     q(tmp.path() / "c"));
     INFO(r.output);
     CHECK(r.status == 2);
     CHECK(lines(r.output) == 1);
@@ -409,13 +437,16 @@ TEST_CASE("kiln-cache names the archs NVRTC supports for a bad --arch, and parse
   CHECK(run_cli("precompile " + q(manifest) + " --jobs x").status == 2);
   CHECK(run_cli("precompile " + q(manifest) + " --jobs 0 --arch 90").status == 2);
   // Manifests without archs and without --arch: say how to name one.
-  write_file(tmp.path() / "noarch.json", R"([{"kind": "source", "kernel_name": "a", "source": "x"}])");
-  auto none = run_cli("precompile " + q(tmp.path() / "noarch.json") + " --cache-dir " + q(tmp.path() / "c"));
+  write_file(tmp.path() / "noarch.json",
+             R"([{"kind": "source", "kernel_name": "a", "source": "x"}])");
+  auto none = run_cli("precompile " + q(tmp.path() / "noarch.json") + " --cache-dir " +
+                      q(tmp.path() / "c"));
   CHECK(none.status == 2);
   CHECK_THAT(none.output, Contains("pass --arch"));
   auto help = run_cli("--help");
   CHECK(help.status == 0);
-  CHECK_THAT(help.output, Contains("Exit status: 0 ok; 1 some kernels failed") && Contains("precompile"));
+  CHECK_THAT(help.output,
+             Contains("Exit status: 0 ok; 1 some kernels failed") && Contains("precompile"));
   CHECK(run_cli("prune --help").status == 0);
   auto version = run_cli("--version");
   CHECK(version.status == 0);
@@ -428,18 +459,22 @@ TEST_CASE("the golden manifest parses: every kind, in format 1", "[tools]") {
   CHECK(m.archs == std::vector<int>{80, 90});
   std::vector<std::string> kinds;
   for (const auto& e : m.entries) kinds.push_back(e.kind);
-  CHECK(kinds == std::vector<std::string>{"elementwise", "elementwise", "reduction", "raw", "expression", "source"});
+  CHECK(kinds == std::vector<std::string>{"elementwise", "elementwise", "reduction", "raw",
+                                          "expression", "source"});
   // Every kind the format defines has a row in the dispatch table.
   std::vector<std::string> table;
   for (const auto& k : kiln::tools::manifest_kinds()) table.emplace_back(k.kind);
-  CHECK(table == std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
+  CHECK(table ==
+        std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
-  CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() == 2 * (3 + 4));  // every layout variant
+  CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() ==
+        2 * (3 + 4));  // every layout variant
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);
   CHECK(scale[0].variant == "strided ndim 2 i32");
-  CHECK_THAT(scale[0].request.source, Contains("SCALE_VERSION"));  // user -D options become #defines
+  CHECK_THAT(scale[0].request.source,
+             Contains("SCALE_VERSION"));  // user -D options become #defines
   const auto exact = kiln::tools::expand_entry(m, m.entries[5], 90);
   REQUIRE(exact.size() == 1);
   CHECK(exact[0].request.kernel_name == "exact");
@@ -450,16 +485,20 @@ TEST_CASE("the golden manifest parses: every kind, in format 1", "[tools]") {
                       Contains("is not supported by this build"));
   }
   // The sample manifest parses and expands too.
-  const auto samples = kiln::tools::read_manifest(fs::path(KILN_TEST_SOURCE_DIR) / ".." / "samples" / "kernels.json");
+  const auto samples = kiln::tools::read_manifest(fs::path(KILN_TEST_SOURCE_DIR) / ".." /
+                                                  "samples" / "kernels.json");
   for (const auto& e : samples.entries) CHECK(!kiln::tools::expand_entry(samples, e, 90).empty());
 }
 
-TEST_CASE("record mode lines round-trip: record, precompile into a fresh folder, every key present", "[tools]") {
+TEST_CASE("record mode lines round-trip: record, precompile into a fresh folder, every key present",
+          "[tools]") {
   kiln::test::TempDir tmp;
   const auto record = tmp.path() / "recorded.jsonl";
-  kiln::ElementwiseKernel k("T x, T y", "T z", "z = x * y + 1", "fma1", {.preamble = "// \"quoted\" \\ \t\n"});
+  kiln::ElementwiseKernel k("T x, T y", "T z", "z = x * y + 1", "fma1",
+                            {.preamble = "// \"quoted\" \\ \t\n"});
   auto reqs = k.compile_requests({.dtypes = {kiln::float32, kiln::float32}, .max_ndim = 2}, 90);
-  auto more = k.compile_requests({.dtypes = {kiln::int64, kiln::int64}, .max_ndim = 1, .index64 = false}, 90);
+  auto more = k.compile_requests(
+      {.dtypes = {kiln::int64, kiln::int64}, .max_ndim = 1, .index64 = false}, 90);
   reqs.insert(reqs.end(), more.begin(), more.end());
   reqs.push_back({.source = "template <class T> __global__ void f(T* x) { x[0] = T(1); }",
                   .kernel_name = "f",
@@ -471,7 +510,8 @@ TEST_CASE("record mode lines round-trip: record, precompile into a fresh folder,
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
-      for (std::size_t i = std::size_t(t); i < reqs.size(); i += 4) kiln::cache::record_kernel(record, reqs[i], i % 2);
+      for (std::size_t i = std::size_t(t); i < reqs.size(); i += 4)
+        kiln::cache::record_kernel(record, reqs[i], i % 2);
     });
   for (auto& t : threads) t.join();
 
@@ -484,7 +524,8 @@ TEST_CASE("record mode lines round-trip: record, precompile into a fresh folder,
   }
   // The same lines as a JSON array read the same.
   std::string array = "[";
-  for (const auto& r : reqs) array += (array.size() > 1 ? "," : "") + kiln::cache::record_line(r, true);
+  for (const auto& r : reqs)
+    array += (array.size() > 1 ? "," : "") + kiln::cache::record_line(r, true);
   write_file(tmp.path() / "array.json", array + "]");
   CHECK(kiln::tools::read_manifest(tmp.path() / "array.json").entries.size() == reqs.size());
 
@@ -504,7 +545,8 @@ TEST_CASE("record mode lines round-trip: record, precompile into a fresh folder,
   CHECK(disk.load(kiln::cache::cache_key(r80)).has_value());
 }
 
-TEST_CASE("kiln-cache elementwise precompiles one specialisation the library then finds", "[tools]") {
+TEST_CASE("kiln-cache elementwise precompiles one specialisation the library then finds",
+          "[tools]") {
   kiln::test::TempDir dir;
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", dir.path().string());
   auto r = run_cli(kMyKernel);
@@ -514,13 +556,15 @@ TEST_CASE("kiln-cache elementwise precompiles one specialisation the library the
   CHECK_THAT(run_cli(kMyKernel).output, Contains("found my_kernel"));
 
   kiln::test::ScopedEnv forbid("KILN_DISALLOW_COMPILE", "1");
-  kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
+  kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = (x - 2 > y) ? x * y : x + y",
+                            "my_kernel");
   const kiln::dtype f32[] = {kiln::float32, kiln::float32, kiln::float32};
   auto compiles = kiln::cache::stats().nvrtc_compiles.load();
   CHECK(k.compile_for(k.make_spec(f32, {.vector_width = 4}), 90).cubin.size() > 0);
   CHECK(kiln::cache::stats().nvrtc_compiles.load() == compiles);
-  CHECK_THROWS_AS(k.compile_for(k.make_spec(f32, {.layout = kiln::codegen::Layout::strided, .ndim = 2}), 90),
-                  kiln::CacheMissError);
+  CHECK_THROWS_AS(
+      k.compile_for(k.make_spec(f32, {.layout = kiln::codegen::Layout::strided, .ndim = 2}), 90),
+      kiln::CacheMissError);
   CHECK_THAT(run_cli("info").output, Contains("entries: 1"));
 }
 
@@ -528,16 +572,19 @@ TEST_CASE("kiln-cache elementwise reports bad input with kiln's message", "[tool
   kiln::test::TempDir dir;
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", dir.path().string());
   auto bad_sig = run_cli(
-      "elementwise --in 'float32 x, float32' --out 'float32 z' --op 'z = x' --name k --dtypes float32,float32");
+      "elementwise --in 'float32 x, float32' --out 'float32 z' --op 'z = x' --name k --dtypes "
+      "float32,float32");
   CHECK(bad_sig.status == 2);
   CHECK_THAT(bad_sig.output, Contains("expected a parameter name"));
   auto bad_dtype = run_cli(
-      "elementwise --in 'float32 x' --out 'float32 z' --op 'z = x' --name k --dtypes float33,float32");
+      "elementwise --in 'float32 x' --out 'float32 z' --op 'z = x' --name k --dtypes "
+      "float33,float32");
   CHECK(bad_dtype.status == 2);
   CHECK_THAT(bad_dtype.output, Contains("float33"));
   // A kernel NVRTC rejects is a failed kernel: exit 1 with the log.
   auto bad_code = run_cli(
-      "elementwise --in 'float32 x' --out 'float32 z' --op 'z = x +* 1' --name k --dtypes float32,float32");
+      "elementwise --in 'float32 x' --out 'float32 z' --op 'z = x +* 1' --name k --dtypes "
+      "float32,float32");
   CHECK(bad_code.status == 1);
   CHECK_THAT(bad_code.output, Contains("operation(1)"));
 }

@@ -44,10 +44,10 @@ struct EntryMetadata {
 struct CacheFile {
   std::filesystem::path path;
   CacheFileType type = CacheFileType::stray;
-  std::optional<Key> key;        // from the file name, when it has one
-  std::uint64_t size = 0;        // bytes (lstat)
-  std::int64_t mtime = 0;        // seconds since the epoch
-  std::int64_t last_used = 0;    // max(atime, mtime): what LRU pruning orders by
+  std::optional<Key> key;      // from the file name, when it has one
+  std::uint64_t size = 0;      // bytes (lstat)
+  std::int64_t mtime = 0;      // seconds since the epoch
+  std::int64_t last_used = 0;  // max(atime, mtime): what LRU pruning orders by
   /// Empty for a valid entry (and for well-formed lock/source/metadata/temp files); else why
   /// the file is bad or not kiln's ("symbolic link, not an entry", "payload checksum mismatch").
   std::string problem;
@@ -75,7 +75,8 @@ Inventory scan_cache(const std::filesystem::path& dir, bool check_entries = true
 
 /// Reads and checks the entry file at `path` for `key` exactly as the cache would; the binary,
 /// or nullopt with `why` set.
-std::optional<Binary> read_entry(const std::filesystem::path& path, const Key& key, std::string& why);
+std::optional<Binary> read_entry(const std::filesystem::path& path, const Key& key,
+                                 std::string& why);
 
 /// Why new entries cannot be written into `dir` (one line), or nullopt when they can. With
 /// `create`, a missing folder is created 0700 (its parents too). The check writes and removes
@@ -83,14 +84,15 @@ std::optional<Binary> read_entry(const std::filesystem::path& path, const Key& k
 std::optional<std::string> cache_folder_problem(const std::filesystem::path& dir, bool create);
 
 /// Writes (atomically) / reads the .meta sidecar of the entry for `key` in `dir`.
-bool write_entry_metadata(const std::filesystem::path& dir, const Key& key, const EntryMetadata& meta);
+bool write_entry_metadata(const std::filesystem::path& dir, const Key& key,
+                          const EntryMetadata& meta);
 std::optional<EntryMetadata> read_entry_metadata(const std::filesystem::path& dir, const Key& key);
 
 struct PruneOptions {
-  std::optional<std::uint64_t> max_bytes;     // keep the most recently used entries up to this
-  std::optional<std::int64_t> older_than_s;   // remove entries unused for longer than this
-  bool bad_entries = false;                   // remove entries that fail their checks
-  bool everything = false;                    // clear: every entry and kiln file
+  std::optional<std::uint64_t> max_bytes;    // keep the most recently used entries up to this
+  std::optional<std::int64_t> older_than_s;  // remove entries unused for longer than this
+  bool bad_entries = false;                  // remove entries that fail their checks
+  bool everything = false;                   // clear: every entry and kiln file
 };
 
 struct PruneResult {
