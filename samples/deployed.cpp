@@ -1,9 +1,7 @@
 // A "deployed" program: runs my_kernel and never compiles. Precompile its kernel on any machine
 // (no GPU needed), then run it with compiling forbidden:
 //
-//   kiln-cache elementwise --in "float32 x, float32 y" --out "float32 z" \
-//       --op "z = (x - 2 > y) ? x * y : x + y" --name my_kernel \
-//       --dtypes float32,float32,float32 --vector-width 4
+//   kiln-cache precompile samples/kernels.json --arch 90
 //   KILN_DISALLOW_COMPILE=1 deployed      # a cache miss would raise kiln::CacheMissError
 #include <cstdio>
 #include <vector>

@@ -31,17 +31,15 @@ build() {
   cmake --build "$build_dir" -j"${KILN_JOBS:-2}"
 }
 
-# Without a GPU the demo does the GPU-free half of kiln: it precompiles the tour's kernel for
-# sm_90 into the kernel cache with the kiln-cache CLI.
+# Without a GPU the demo does the GPU-free half of kiln: it precompiles the samples' kernels
+# (samples/kernels.json) for sm_90 into the kernel cache with the kiln-cache CLI.
 demo() {
   if "$build_dir/tools/kiln-cache" devices; then
     "$build_dir/samples/tour"
   else
-    echo "kiln demo: no GPU, so precompiling my_kernel for sm_90 with kiln-cache instead:"
-    "$build_dir/tools/kiln-cache" elementwise --in "float32 x, float32 y" --out "float32 z" \
-      --op "z = (x - 2 > y) ? x * y : x + y" --name my_kernel \
-      --dtypes float32,float32,float32 --vector-width 4 --arch 90
-    "$build_dir/tools/kiln-cache" info
+    echo "kiln demo: no GPU, so precompiling the samples' kernels for sm_90 with kiln-cache instead:"
+    "$build_dir/tools/kiln-cache" precompile samples/kernels.json --arch 90 --jobs "${KILN_JOBS:-2}"
+    "$build_dir/tools/kiln-cache" stats
     echo "kiln demo: a program calling my_kernel on float32 arrays on an sm_90 GPU now loads it"
     echo "from this cache without NVRTC (try samples/deployed with KILN_DISALLOW_COMPILE=1)."
   fi

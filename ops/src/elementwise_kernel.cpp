@@ -141,6 +141,7 @@ cache::CompileRequest ElementwiseKernel::compile_request(const codegen::Elementw
   req.kernel_name = def_->name;
   req.options = def_->nvrtc_options;
   req.arch = arch;
+  req.kind = "elementwise";
   return req;
 }
 

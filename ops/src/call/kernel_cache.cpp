@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kiln/cache/compile_cache.hpp"
+#include "kiln/cache/kernel_record.hpp"
 #include "kiln/cache/memory_cache.hpp"
 #include "kiln/runtime/detail/log.hpp"
 #include "kiln/runtime/device.hpp"
@@ -24,7 +25,15 @@ LoadedKernel compile_and_load(int device, MakeRequest make, const void* context,
   const cache::CompileRequest req = make(context, arch);
   logger().debug("kernel '{}': compiling or loading for sm_{} on device {}", req.kernel_name, arch,
                  device);
+  // Record mode (KILN_CACHE_RECORD) costs nothing on hits: this is the miss path. "compiled"
+  // is judged by this process's NVRTC count, so a concurrent compile in another thread may
+  // mark a disk hit as compiled; the entry recorded is exact either way.
+  const auto& record = cache::record_path();
+  const auto compiles_before = cache::stats().nvrtc_compiles.load(std::memory_order_relaxed);
   cache::Binary bin = cache::compile_cached(req);
+  if (!record.empty())
+    cache::record_kernel(record, req,
+                         cache::stats().nvrtc_compiles.load(std::memory_order_relaxed) > compiles_before);
   LoadedKernel out;
   out.module = Module::load(bin.cubin, device);
   if (entry_function) {

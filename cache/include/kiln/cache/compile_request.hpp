@@ -1,6 +1,6 @@
 #pragma once
 // What to compile: one CUDA C++ translation unit, its NVRTC options and target architecture.
-// Everything in a CompileRequest except kernel_name goes into its cache key.
+// Everything in a CompileRequest except kernel_name and kind goes into its cache key.
 //
 //   kiln::cache::CompileRequest req{
 //       .source = R"(extern "C" __global__ void k(float* x) { x[0] = 1; })",
@@ -30,6 +30,9 @@ struct CompileRequest {
   /// the user headers the source includes: hashed into the key (when not empty), never given
   /// to NVRTC.
   std::string key_extra;
+  /// Which kernel kind generated it ("elementwise", "raw", ...), for kiln-cache and record
+  /// mode (KILN_CACHE_RECORD); not part of the cache key.
+  std::string kind;
 };
 
 }  // namespace kiln::cache

@@ -1,0 +1,196 @@
+#include "manifest.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace kiln::tools {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string ManifestEntry::label() const {
+  return "entry " + std::to_string(number) + (line ? " (line " + std::to_string(line) + ")" : "") +
+         " (" + (kind.empty() ? "no kind" : kind) + " '" + name + "')";
+}
+
+namespace {
+
+// line:column (1-based) of byte `offset` in `text`.
+std::string position(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(col);
+}
+
+// nlohmann's message without its own "[json.exception.parse_error.101] parse error at line
+// 1, column 2: " prefix (we say where ourselves).
+std::string parse_reason(const json::parse_error& e) {
+  std::string m = e.what();
+  if (auto at = m.find(": "); at != std::string::npos) m = m.substr(at + 2);
+  return m;
+}
+
+ManifestEntry make_entry(const Manifest& m, json j, std::size_t number, std::size_t line) {
+  ManifestEntry e;
+  e.number = number;
+  e.line = line;
+  const std::string where = m.path.string() + ": entry " + std::to_string(number) +
+                            (line ? " (line " + std::to_string(line) + ")" : "");
+  if (!j.is_object())
+    throw ManifestError(where + ": an entry is a JSON object, not " + std::string(j.type_name()));
+  if (!j.contains("kind"))
+    throw ManifestError(where +
+                        ": no \"kind\" (one of elementwise, reduction, raw, expression, source)");
+  if (!j["kind"].is_string()) throw ManifestError(where + ": \"kind\" must be a string");
+  e.kind = j["kind"].get<std::string>();
+  for (const char* f : {"name", "kernel_name"})
+    if (j.contains(f) && j[f].is_string()) {
+      e.name = j[f].get<std::string>();
+      break;
+    }
+  if (e.name.empty()) e.name = std::to_string(number).insert(0, 1, '#');  // (GCC 12 -Wrestrict misfires on "#" + s)
+  e.json = std::move(j);
+  return e;
+}
+
+}  // namespace
+
+Manifest parse_manifest(std::string_view text, const fs::path& path) {
+  Manifest m;
+  m.path = path;
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& whole) {
+    // JSON lines: the first line is a complete object by itself.
+    const std::size_t first_nl = text.find('\n');
+    bool lines = false;
+    if (first_nl != std::string_view::npos && whole.byte > first_nl) {
+      try {
+        lines = json::parse(text.substr(0, first_nl)).is_object();
+      } catch (const json::parse_error&) {
+      }
+    }
+    if (!lines)
+      throw ManifestError(path.string() + ":" + position(text, whole.byte ? whole.byte - 1 : 0) +
+                          ": JSON syntax error: " + parse_reason(whole));
+    std::size_t start = 0, line = 1, number = 0;
+    while (start < text.size()) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string_view::npos) end = text.size();
+      const std::string_view one = text.substr(start, end - start);
+      if (one.find_first_not_of(" \t\r") != std::string_view::npos) {
+        json j;
+        try {
+          j = json::parse(one);
+        } catch (const json::parse_error& e) {
+          throw ManifestError(path.string() + ":" + std::to_string(line) + ":" +
+                              std::to_string(e.byte ? e.byte : 1) +
+                              ": JSON syntax error: " + parse_reason(e));
+        }
+        m.entries.push_back(make_entry(m, std::move(j), ++number, line));
+      }
+      start = end + 1;
+      ++line;
+    }
+    return m;
+  }
+  json kernels;
+  if (doc.is_array()) {
+    kernels = std::move(doc);
+  } else if (doc.is_object() && doc.contains("kind")) {
+    kernels = json::array({std::move(doc)});  // a one-line JSON lines file
+  } else if (doc.is_object()) {
+    static const std::set<std::string> known{"kiln_manifest", "archs", "kernels", "comment"};
+    for (const auto& [k, v] : doc.items())
+      if (!known.count(k))
+        throw ManifestError(path.string() + ": unknown top-level field '" + k +
+                            "' (known: kiln_manifest, archs, kernels, comment)");
+    if (doc.contains("kiln_manifest") && doc["kiln_manifest"] != 1)
+      throw ManifestError(path.string() + ": \"kiln_manifest\": " + doc["kiln_manifest"].dump() +
+                          " is not a format this kiln-cache reads (1)");
+    if (!doc.contains("kernels") || !doc["kernels"].is_array())
+      throw ManifestError(path.string() + ": no \"kernels\" list");
+    if (doc.contains("archs")) {
+      const json& a = doc["archs"];
+      if (!a.is_array() ||
+          !std::all_of(a.begin(), a.end(), [](const json& x) { return x.is_number_integer(); }))
+        throw ManifestError(path.string() +
+                            ": \"archs\" must be a list of integers such as [80, 90]");
+      m.archs = a.get<std::vector<int>>();
+    }
+    kernels = std::move(doc["kernels"]);
+  } else {
+    throw ManifestError(path.string() +
+                        ": a manifest is a JSON object with \"kernels\", a JSON array of "
+                        "entries, or JSON lines; this is " +
+                        std::string(doc.type_name()));
+  }
+  std::size_t number = 0;
+  for (auto& j : kernels) m.entries.push_back(make_entry(m, std::move(j), ++number, 0));
+  return m;
+}
+
+Manifest read_manifest(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw ManifestError(path.string() + ": is a folder, not a manifest file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw ManifestError(path.string() + ": cannot open the manifest: " + std::strerror(errno));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return parse_manifest(s.str(), path);
+}
+
+std::vector<int> recorded_archs(const Manifest& m) {
+  std::set<int> archs;
+  for (const auto& e : m.entries)
+    if (e.kind == "source" && e.json.contains("recorded_arch") &&
+        e.json["recorded_arch"].is_number_integer())
+      archs.insert(e.json["recorded_arch"].get<int>());
+  return {archs.begin(), archs.end()};
+}
+
+std::vector<PrecompileJob> expand_entry(const Manifest& m, const ManifestEntry& e, int arch) {
+  for (const ManifestKind& k : manifest_kinds()) {
+    if (k.kind != e.kind) continue;
+    if (!k.expand)
+      throw ManifestError(m.path.string() + ": " + e.label() + ": kind '" + e.kind +
+                          "' is not supported by this build of kiln-cache (it comes with " +
+                          std::string(k.lands_with) + ")");
+    try {
+      auto jobs = k.expand(m, e, arch);
+      for (auto& j : jobs) {
+        j.entry = e.number;
+        j.kind = e.kind == "source" ? j.request.kind : e.kind;
+        j.name = j.request.kernel_name;
+      }
+      return jobs;
+    } catch (const ManifestError&) {
+      throw;
+    } catch (const kiln::Error& err) {
+      throw ManifestError(m.path.string() + ": " + e.label() + ": " + err.what());
+    } catch (const json::exception& err) {
+      throw ManifestError(m.path.string() + ": " + e.label() + ": " + err.what());
+    }
+  }
+  std::string known;
+  for (const ManifestKind& k : manifest_kinds())
+    known += (known.empty() ? "" : ", ") + std::string(k.kind);
+  throw ManifestError(m.path.string() + ": " + e.label() + ": unknown kind '" + e.kind +
+                      "' (known: " + known + ")");
+}
+
+}  // namespace kiln::tools

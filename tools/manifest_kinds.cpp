@@ -1,0 +1,208 @@
+// The manifest kinds: kind name -> function(entry) -> compile requests, each through its
+// kind's ahead-of-time entry point. Kinds whose kernel classes this build does not have yet
+// are listed without a function (their schema is in docs/manifest.md); a new kind is one
+// function and one row.
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "kiln/kiln.hpp"
+#include "manifest.hpp"
+
+namespace kiln::tools {
+namespace {
+using nlohmann::json;
+
+// Reads an entry's fields by name and type; what() of its errors names the field. finish()
+// rejects any field nobody asked for (a typo must not silently compile something else).
+class Fields {
+ public:
+  /// `known`: every field of this kind, checked first so a misspelt field is named as such
+  /// (not reported as a missing one).
+  Fields(const json& j, std::initializer_list<const char*> known) : j_(j) {
+    std::set<std::string> all{"kind", "comment"};
+    all.insert(known.begin(), known.end());
+    for (const auto& [k, v] : j_.items())
+      if (!all.count(k)) {
+        std::string list;
+        for (const auto& u : all) list += (list.empty() ? "" : ", ") + u;
+        throw kiln::ValueError("unknown field '" + k + "' (fields of this kind: " + list + ")");
+      }
+    take("kind"), take("comment");
+  }
+
+  bool has(const char* f) const { return j_.contains(f); }
+
+  std::string str(const char* f, bool required, std::string def = {}) {
+    const json* v = take(f);
+    if (!v) return required ? missing(f) : def;
+    if (!v->is_string()) bad(f, "a string");
+    return v->get<std::string>();
+  }
+  bool boolean(const char* f, bool def) {
+    const json* v = take(f);
+    if (!v) return def;
+    if (!v->is_boolean()) bad(f, "true or false");
+    return v->get<bool>();
+  }
+  int integer(const char* f, int def) {
+    const json* v = take(f);
+    if (!v) return def;
+    if (!v->is_number_integer()) bad(f, "an integer");
+    return v->get<int>();
+  }
+  std::vector<std::string> strings(const char* f) {
+    const json* v = take(f);
+    if (!v) return {};
+    if (!v->is_array() ||
+        !std::all_of(v->begin(), v->end(), [](const json& x) { return x.is_string(); }))
+      bad(f, "a list of strings");
+    return v->get<std::vector<std::string>>();
+  }
+  std::vector<int> ints(const char* f) {
+    const json* v = take(f);
+    if (!v) return {};
+    if (!v->is_array() ||
+        !std::all_of(v->begin(), v->end(), [](const json& x) { return x.is_number_integer(); }))
+      bad(f, "a list of integers");
+    return v->get<std::vector<int>>();
+  }
+  const json* take(const char* f) {
+    used_.insert(f);
+    auto it = j_.find(f);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  void finish() const {
+    for (const auto& [k, v] : j_.items())
+      if (!used_.count(k)) {
+        std::string known;
+        for (const auto& u : used_) known += (known.empty() ? "" : ", ") + u;
+        throw kiln::ValueError("unknown field '" + k + "' (fields of this kind: " + known + ")");
+      }
+  }
+  [[noreturn]] static void bad(const std::string& f, const char* what) {
+    throw kiln::ValueError("field '" + f + "' must be " + what);
+  }
+
+ private:
+  [[noreturn]] std::string missing(const char* f) {
+    throw kiln::ValueError("missing field '" + std::string(f) + "'");
+  }
+  const json& j_;
+  std::set<std::string> used_;
+};
+
+std::vector<kiln::dtype> dtype_list(const json& v, const std::string& field) {
+  if (!v.is_array() || v.empty()) Fields::bad(field, "a non-empty list of dtype names");
+  std::vector<kiln::dtype> out;
+  for (const auto& d : v) {
+    if (!d.is_string()) Fields::bad(field, "a list of dtype names such as \"float32\"");
+    kiln::dtype t;
+    if (!kiln::dtype::try_from_name(d.get<std::string>(), t))
+      throw kiln::TypeError("unknown dtype '" + d.get<std::string>() + "' in '" + field +
+                            "' (NumPy names: bool, int8..int64, uint8..uint64, float16, bfloat16, "
+                            "float32, float64, complex64, complex128)");
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::string describe(const codegen::ElementwiseSpec& s) {
+  std::string v = s.layout == codegen::Layout::contiguous
+                      ? "contiguous w" + std::to_string(s.vector_width)
+                      : "strided ndim " + std::to_string(s.ndim);
+  return v + " i" + std::to_string(s.index_bits);
+}
+
+std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEntry& e, int arch) {
+  Fields f(e.json, {"name", "in_params", "out_params", "operation", "preamble", "loop_prep",
+                    "after_loop", "reduce_dims", "no_return", "return_tuple", "options", "dtypes",
+                    "scalar_inputs", "max_ndim", "index64", "raw_ndim", "layout"});
+  elementwise_options opts;
+  const std::string in = f.str("in_params", true), out = f.str("out_params", true);
+  const std::string op = f.str("operation", true), name = f.str("name", true);
+  opts.preamble = f.str("preamble", false);
+  opts.loop_prep = f.str("loop_prep", false);
+  opts.after_loop = f.str("after_loop", false);
+  opts.reduce_dims = f.boolean("reduce_dims", true);
+  opts.no_return = f.boolean("no_return", false);        // call-side only: same kernels
+  opts.return_tuple = f.boolean("return_tuple", false);  // call-side only: same kernels
+  opts.options = f.strings("options");
+
+  aot_target base;
+  base.scalar_inputs = f.ints("scalar_inputs");
+  base.max_ndim = f.integer("max_ndim", base.max_ndim);
+  base.index64 = f.boolean("index64", base.index64);
+  base.raw_ndim = f.integer("raw_ndim", base.raw_ndim);
+  if (const json* l = f.take("layout")) {
+    if (!l->is_object())
+      Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
+    Fields lf(*l, {"layout", "ndim", "index_bits", "vector_width", "raw_ndim"});
+    elementwise_layout exact;
+    const std::string kind = lf.str("layout", false, "contiguous");
+    if (kind != "contiguous" && kind != "strided")
+      throw kiln::ValueError("field 'layout.layout' is '" + kind +
+                             "'; it is \"contiguous\" or \"strided\"");
+    exact.layout = kind == "strided" ? codegen::Layout::strided : codegen::Layout::contiguous;
+    exact.ndim = lf.integer("ndim", 1);
+    exact.index_bits = lf.integer("index_bits", 32);
+    exact.vector_width = lf.integer("vector_width", 1);
+    exact.raw_ndim = lf.integer("raw_ndim", base.raw_ndim);
+    lf.finish();
+    base.only = exact;
+  }
+  const json* bindings = f.take("dtypes");
+  if (!bindings)
+    throw kiln::ValueError(
+        "missing field 'dtypes' (a list of dtype lists, one per binding to build)");
+  f.finish();
+  if (!bindings->is_array() || bindings->empty())
+    Fields::bad("dtypes", "a non-empty list of dtype lists, e.g. [[\"float32\", \"float32\"]]");
+  // One binding may be written flat: ["float32", "float32"].
+  const json list = (*bindings)[0].is_string() ? json::array({*bindings}) : *bindings;
+
+  const ElementwiseKernel k(in, out, op, name, opts);
+  std::vector<PrecompileJob> jobs;
+  for (std::size_t b = 0; b < list.size(); ++b) {
+    aot_target t = base;
+    t.dtypes = dtype_list(list[b], "dtypes[" + std::to_string(b) + "]");
+    for (const auto& spec : k.specs(t)) {
+      PrecompileJob job;
+      job.request = k.compile_request(spec, arch);
+      job.variant = describe(spec);
+      jobs.push_back(std::move(job));
+    }
+  }
+  return jobs;
+}
+
+// An exact recorded compile: what record mode writes. The arch comes from the command line.
+std::vector<PrecompileJob> expand_source(const Manifest&, const ManifestEntry& e, int arch) {
+  Fields f(e.json, {"source", "kernel_name", "options", "name_expressions", "made_by", "cache",
+                    "recorded_arch"});
+  PrecompileJob job;
+  job.request.source = f.str("source", true);
+  job.request.kernel_name = f.str("kernel_name", true);
+  job.request.options = f.strings("options");
+  job.request.name_expressions = f.strings("name_expressions");
+  job.request.kind = f.str("made_by", false, "source");
+  job.request.arch = arch;
+  f.take("cache");  // hit/compiled when recorded: for humans
+  f.integer("recorded_arch", 0);
+  f.finish();
+  job.variant = job.request.kind == "source" ? "" : "recorded " + job.request.kind;
+  return {std::move(job)};
+}
+
+constexpr ManifestKind kKinds[] = {
+    {"elementwise", expand_elementwise, ""}, {"reduction", nullptr, "ReductionKernel"},
+    {"raw", nullptr, "RawKernel/RawModule"}, {"expression", nullptr, "fused array expressions"},
+    {"source", expand_source, ""},
+};
+
+}  // namespace
+
+std::span<const ManifestKind> manifest_kinds() { return kKinds; }
+
+}  // namespace kiln::tools
