@@ -32,6 +32,7 @@ const DriverApi& driver() {
     fetch(d.cuModuleLoadData, "cuModuleLoadData");
     fetch(d.cuModuleUnload, "cuModuleUnload");
     fetch(d.cuModuleGetFunction, "cuModuleGetFunction");
+    fetch(d.cuModuleGetGlobal, "cuModuleGetGlobal");
     fetch(d.cuLaunchKernel, "cuLaunchKernel");
     fetch(d.cuFuncGetAttribute, "cuFuncGetAttribute");
     fetch(d.cuGetErrorName, "cuGetErrorName");

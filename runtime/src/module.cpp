@@ -61,4 +61,13 @@ Function Module::function(const std::string& name) const {
   return Function(f);
 }
 
+std::size_t Module::global_size(const std::string& name) const {
+  CUdeviceptr p = 0;
+  size_t bytes = 0;
+  CUresult r = driver().cuModuleGetGlobal(&p, &bytes, m_, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) return 0;
+  if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuModuleGetGlobal");
+  return bytes;
+}
+
 }  // namespace kiln

@@ -13,3 +13,6 @@
 #include "kiln/ops/creation.hpp"
 #include "kiln/ops/ahead_of_time.hpp"
 #include "kiln/ops/elementwise_kernel.hpp"
+#include "kiln/ops/reduction_kernel.hpp"
+#include "kiln/ops/reductions.hpp"
+#include "kiln/ops/linalg.hpp"

@@ -29,6 +29,7 @@ LoadedKernel load(int device, MakeRequest make, const void* context) {
   out.function = out.module->function(entry);
   out.max_threads_per_block = out.function.max_threads_per_block();
   out.lowered_names = std::move(bin.lowered_names);
+  out.partial_bytes = out.module->global_size("kiln_partial_bytes");
   return out;
 }
 

@@ -26,6 +26,9 @@ struct LoadedKernel {
   Function function;  // the request's kernel_name (or its first lowered name expression)
   int max_threads_per_block = 0;
   std::vector<std::string> lowered_names;  // parallel to the request's name_expressions
+  /// Bytes of one reduction partial (the `kiln_partial_bytes` global of split reduction
+  /// kernels, whose reduce type may be a user struct); 0 for other kernels.
+  std::size_t partial_bytes = 0;
 };
 
 /// Builds the compile request of a missing kernel for an architecture (e.g. 90).

@@ -43,6 +43,8 @@ class Module {
   Module& operator=(const Module&) = delete;
   /// Throws CudaError naming the kernel when the module does not have it.
   Function function(const std::string& name) const;
+  /// Bytes of the __device__ variable `name`, 0 when the module has none of that name.
+  std::size_t global_size(const std::string& name) const;
   int device() const noexcept { return device_; }
 
  private:
