@@ -78,7 +78,7 @@ constexpr Builtin kVar{"kiln_var", "T x, raw int64 ddof", "kiln_welford{kiln_R(1
                        "kiln_welford_merge(a, b)", "y = kiln_cast<U>(a.m2 / (a.n - kiln_R(ddof)))",
                        "kiln_welford{kiln_R(0), kiln_R(0), kiln_R(0)}", "kiln_welford"};
 constexpr Builtin kStd{"kiln_std", "T x, raw int64 ddof", "kiln_welford{kiln_R(1), kiln_cast<kiln_R>(x), kiln_R(0)}",
-                       "kiln_welford_merge(a, b)", "y = kiln_cast<U>(sqrt(a.m2 / (a.n - kiln_R(ddof))))",
+                       "kiln_welford_merge(a, b)", "y = kiln_cast<U>(sqrt(double(a.m2 / (a.n - kiln_R(ddof)))))",
                        "kiln_welford{kiln_R(0), kiln_R(0), kiln_R(0)}", "kiln_welford"};
 constexpr Builtin kArgMin{"kiln_argmin", "T x", "kiln_arg{kiln_cast<kiln_RT>(x), (long long)_J}",
                           "kiln_arg_pick<false>(a, b)", "y = kiln_cast<U>(a.i)", "", "kiln_arg"};
