@@ -141,6 +141,27 @@ void my_add(const float* x1, const float* x2, float* y) {
     raw_cold((5,), (5,), (r1, r2, ry))
     cp.cuda.Stream.null.synchronize()
     out["raw_cold_compile_ms"] = ("ms", (time.perf_counter() - t0) * 1e3)
+    # Reductions (issue 7): bytes read over time, as kiln_bench counts them.
+    n = 1 << 28
+    xr = rs.random(n, dtype=cp.float32) * 2 - 1
+    l2 = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+    o = cp.empty((), cp.float32)
+    out["sum_2^28_f32"] = ("GB/s", xr.nbytes / device_ms(lambda: cp.sum(xr, out=o)) / 1e6)
+    out["l2norm_kernel_2^28_f32"] = ("GB/s", xr.nbytes / device_ms(lambda: l2(xr, o)) / 1e6)
+    out["linalg_norm_2^28_f32"] = ("GB/s", xr.nbytes / device_ms(lambda: cp.linalg.norm(xr)) / 1e6)
+    m = xr.reshape(16384, 16384)
+    rows, cols = cp.empty(16384, cp.float32), cp.empty(16384, cp.float32)
+    out["sum_axis1_16384sq_f32"] = ("GB/s", m.nbytes / device_ms(lambda: cp.sum(m, axis=1, out=rows)) / 1e6)
+    out["sum_axis0_16384sq_f32"] = ("GB/s", m.nbytes / device_ms(lambda: cp.sum(m, axis=0, out=cols)) / 1e6)
+    del xr, m
+    x1r, o1 = cp.full(1, 3, cp.float32), cp.empty((), cp.float32)
+    l2(x1r, o1)
+    out["reduction_hit_call_host_us_burst"] = ("us", host_us(lambda: l2(x1r, o1), 200, 51))
+    lc = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm_cold_" + nonce)
+    t0 = time.perf_counter()
+    lc(x1r)
+    cp.cuda.Stream.null.synchronize()
+    out["reduction_cold_compile_ms"] = ("ms", (time.perf_counter() - t0) * 1e3)
     return out
 
 

@@ -576,6 +576,78 @@ void case_expressions() {
   }
 }
 
+// ---- reductions (issue 7): the CuPy-docs l2norm, sums along each axis, full sums, norm
+
+const ReductionKernel& l2norm_kernel() {
+  static const ReductionKernel k("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+  return k;
+}
+
+// Bandwidth is bytes read over time; over_copy compares with the copy's read+write rate.
+Case& add_reduction_case(const std::string& name, double ms, double bytes, bool ok) {
+  Case& c = add_case(name, "GB/s", bytes / ms / 1e6).add("ms", ms).add("correct", ok);
+  if (const Case* copy = find_case("copy_2GiB")) c.add("over_copy", c.value / copy->value);
+  return c;
+}
+
+void case_reductions() {
+  const std::int64_t n = std::int64_t(1) << 28;
+  ndarray x(Shape{n}, float32);
+  fill_random(x, -1.0, 1.0, 11);
+  const auto head = x(slice(0, 1 << 20)).get<float>();
+  double hs = 0, hq = 0;
+  for (float v : head) hs += v, hq += double(v) * v;
+  // Correctness on the head (1 Mi elements), timing on all of it.
+  const ndarray xh = x(slice(0, 1 << 20));
+  const bool sum_ok = std::abs(double(sum(xh).get<float>()[0]) - hs) < 1e-3 * (1 + std::abs(hs));
+  const bool l2_ok = std::abs(double(l2norm_kernel()(xh).get<float>()[0]) - std::sqrt(hq)) < 1e-4 * std::sqrt(hq);
+  ndarray out = empty({}, float32);
+  add_reduction_case("sum_2^28_f32", bench::median_device_ms([&] { sum(x, {}, false, {.out = out}); }),
+                     double(x.nbytes()), sum_ok);
+  add_reduction_case("l2norm_kernel_2^28_f32", bench::median_device_ms([&] { l2norm_kernel()(x, out); }),
+                     double(x.nbytes()), l2_ok);
+  add_reduction_case("linalg_norm_2^28_f32", bench::median_device_ms([&] { linalg::norm(x); }),
+                     double(x.nbytes()), l2_ok);
+
+  const std::int64_t side = 16384;
+  ndarray m = x.reshape({side, side});
+  ndarray rows = empty({side}, float32), cols = empty({side}, float32);
+  sum(m, 1, false, {.out = rows});
+  sum(m, 0, false, {.out = cols});
+  const auto r = rows.get<float>();
+  const auto c = cols.get<float>();
+  const auto row0 = m(0).get<float>();
+  double want_r0 = 0;
+  for (float v : row0) want_r0 += v;
+  const auto col0 = m(all, 0).get<float>();
+  double want_c0 = 0;
+  for (float v : col0) want_c0 += v;
+  add_reduction_case("sum_axis1_16384sq_f32", bench::median_device_ms([&] { sum(m, 1, false, {.out = rows}); }),
+                     double(x.nbytes()), std::abs(r[0] - want_r0) < 1e-3 * (1 + std::abs(want_r0)));
+  add_reduction_case("sum_axis0_16384sq_f32", bench::median_device_ms([&] { sum(m, 0, false, {.out = cols}); }),
+                     double(x.nbytes()), std::abs(c[0] - want_c0) < 1e-3 * (1 + std::abs(want_c0)));
+}
+
+// Host cost of a cache-hit reduction call on one element, against a bare launch measured in
+// the same run (hit_calls), and a cold compile of a never-seen ReductionKernel.
+void case_reduction_host(const std::string& nonce) {
+  const auto& k = l2norm_kernel();
+  ndarray x1 = asarray<float>({3.0f}), o1 = empty({}, float32);
+  k(x1, o1);
+  const bool ok = o1.get<float>()[0] == 3.0f;
+  constexpr int kBurst = 200, kRounds = 51;
+  const double hit = bench::median_host_us([&] { k(x1, o1); }, kBurst, kRounds);
+  synchronize_device();
+  Case& c = add_case("reduction_hit_call_host_us_burst", "us", hit).add("correct", ok);
+  if (const Case* bare = find_case("bare_cuLaunchKernel_us_burst")) c.add("over_bare", hit / bare->value).add("target", 1.3);
+
+  const ReductionKernel cold("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm_cold_" + nonce);
+  auto t0 = clock_type::now();
+  ndarray z = cold(x1);
+  current_stream().synchronize();
+  add_case("reduction_cold_compile_ms", "ms", seconds_since(t0) * 1e3).add("correct", z.get<float>()[0] == 3.0f);
+}
+
 // --compile-check [ARCH]: generates and NVRTC-compiles every kernel above for sm_ARCH (default
 // 90), contiguous (scalar and vector loops) and strided; no GPU needed.
 int compile_check(int arch) {
@@ -620,6 +692,10 @@ int compile_check(int arch) {
       if (k.compile_for(k.make_spec(dts, l), arch).cubin.empty()) throw std::runtime_error("empty cubin for an expression");
       ++n;
     }
+  }
+  for (const auto& spec : l2norm_kernel().specs({.dtypes = {float32}, .max_ndim = 2})) {
+    if (l2norm_kernel().compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for l2norm");
+    ++n;
   }
   std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d}\n", arch, n);
   return 0;
@@ -686,6 +762,10 @@ int main(int argc, char** argv) {
   run_group("cold", [&] { case_cold(cache_dir); });
   run_group("raw_kernel", case_raw_kernel);
   run_group("expressions", case_expressions);
+  run_group("reductions", case_reductions);
+  run_group("reduction_host", [&] {
+    case_reduction_host(std::to_string((unsigned long long)clock_type::now().time_since_epoch().count()));
+  });
 
   std::string out = fmt::format("{{\"device\": {}, \"device_info\": {}, ", device_json, device_info);
   out += fmt::format("\"wall_s\": {}, \"cases\": [", json_number(seconds_since(t_start)));

@@ -7,55 +7,12 @@
 #include "kiln/codegen/device_header.hpp"
 #include "kiln/codegen/kernel_abi.hpp"
 #include "kiln/codegen/operation_analysis.hpp"
+#include "source_writer.hpp"
 
 namespace kiln::codegen {
 namespace {
 
-// Appends text and knows the current line, so user code can be framed by #line directives.
-class SourceWriter {
- public:
-  explicit SourceWriter(std::string file) : file_(std::move(file)) {}
-  template <class... A>
-  void line(fmt::format_string<A...> f, A&&... args) {
-    out_ += fmt::format(f, std::forward<A>(args)...);
-    out_ += '\n';
-  }
-  void raw(std::string_view text) { out_ += text; }
-  // User text, reported by NVRTC as `<label>(<line>)`.
-  void user(std::string_view label, std::string_view text) {
-    if (text.empty()) return;
-    line("#line 1 \"{}\"", label);
-    out_ += text;
-    if (text.back() != '\n') out_ += '\n';
-    std::size_t next = std::size_t(std::count(out_.begin(), out_.end(), '\n')) + 2;
-    line("#line {} \"{}\"", next, file_);
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string file_;
-  std::string out_;
-};
-
 std::string_view ctype(const ElementwiseSpec& s, int k) { return s.param_dtype(k).device_type(); }
-
-DeviceHeaderNeeds needs_of(const ElementwiseDefinition& def, const ElementwiseSpec& s) {
-  DeviceHeaderNeeds n;
-  for (int k = 0; k < s.nparams; ++k) {
-    dtype t = s.param_dtype(k);
-    n.fp16 |= t == float16;
-    n.bf16 |= t == bfloat16;
-    n.complex |= t.is_complex();
-  }
-  // Code may use a type no parameter has (a fused expression's float16 intermediate).
-  const auto uses = [&](std::string_view name) {
-    return def.operation.find(name) != std::string::npos || def.preamble.find(name) != std::string::npos;
-  };
-  n.fp16 |= uses("__half");
-  n.bf16 |= uses("__nv_bfloat16");
-  n.complex |= uses("complex<");
-  return n;
-}
 
 std::string other_user_code(const ElementwiseDefinition& def) {
   return def.preamble + "\n" + def.loop_prep + "\n" + def.after_loop + "\n" +
@@ -206,16 +163,6 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
   w.line("  }}");
 }
 
-void emit_placeholder_typedefs(SourceWriter& w, const ElementwiseDefinition& def,
-                               const ElementwiseSpec& s) {
-  for (int id = 0; id < int(def.placeholders.size()); ++id)
-    for (int k = 0; k < s.nparams; ++k)
-      if (def.params[std::size_t(k)].placeholder_id == id) {
-        w.line("typedef {} {};", ctype(s, k), def.placeholders[std::size_t(id)]);
-        break;
-      }
-}
-
 }  // namespace
 
 bool output_needs_load(const ElementwiseDefinition& def, int k) {
@@ -245,7 +192,7 @@ int elementwise_arg_count(const ElementwiseSpec& s) {
 
 std::string emit_elementwise(const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   SourceWriter w(def.name + ".cu");
-  w.raw(device_header(needs_of(def, s)));
+  w.raw(device_header(header_needs(s, {def.operation, def.preamble})));
   w.line("typedef {} kiln_idx;", s.index_bits == 64 ? "long long" : "int");
   w.line("typedef {} kiln_uidx;", s.index_bits == 64 ? "unsigned long long" : "unsigned int");
   w.line("// ---- user code ----");

@@ -24,4 +24,48 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
   return g;
 }
 
+ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int64_t n, int block,
+                                     int sm_count) {
+  ReductionGeometry g;
+  g.block = block ? block : kDefaultBlock;
+  constexpr std::int64_t kMaxGrid = 0x7fffffff;
+  // Two waves of full-occupancy blocks keep enough loads in flight to reach copy bandwidth.
+  const std::int64_t target = std::int64_t(std::max(sm_count, 1)) * std::max(1, 2048 / g.block) * 2;
+  s.split = 0;
+  if (s.strategy == ReductionStrategy::outer) {
+    const std::int64_t tiles = ceil_div(m, g.block);
+    // Each part keeps at least 32 rows per thread so partials stay small beside the input.
+    const std::int64_t parts = std::clamp<std::int64_t>(ceil_div(target, tiles), 1,
+                                                        std::clamp<std::int64_t>(ceil_div(n, 32), 1, 65535));
+    g.grid_x = std::uint32_t(std::min(tiles, kMaxGrid));
+    g.parts = g.grid_y = std::uint32_t(parts);
+    if (parts > 1) {
+      s.split = 1;
+      g.partials = parts * m;
+      g.counters = tiles;
+    }
+    return g;
+  }
+  const std::int64_t per_pass = std::int64_t(g.block) * s.vector_width * 4;
+  // A warp per row when rows are short: a block would leave most of its threads idle.
+  if (m > 1 && n <= 32 * s.vector_width * 16) {
+    s.strategy = ReductionStrategy::inner_warp;
+    g.grid_x = std::uint32_t(std::clamp<std::int64_t>(ceil_div(m, g.block / 32), 1, kMaxGrid));
+    return g;
+  }
+  s.strategy = ReductionStrategy::inner_block;
+  const std::int64_t parts =
+      m >= target ? 1 : std::clamp<std::int64_t>(ceil_div(target, m), 1, std::max<std::int64_t>(1, ceil_div(n, per_pass)));
+  if (parts > 1) {
+    s.split = 1;
+    g.parts = std::uint32_t(parts);
+    g.grid_x = std::uint32_t(m * parts);
+    g.partials = m * parts;
+    g.counters = m;
+  } else {
+    g.grid_x = std::uint32_t(std::clamp<std::int64_t>(m, 1, kMaxGrid));
+  }
+  return g;
+}
+
 }  // namespace kiln::codegen

@@ -46,12 +46,12 @@ const DriverApi& driver() {
     fetch(d.cuModuleLoadData, "cuModuleLoadData");
     fetch(d.cuModuleUnload, "cuModuleUnload");
     fetch(d.cuModuleGetFunction, "cuModuleGetFunction");
+    fetch(d.cuModuleGetGlobal, "cuModuleGetGlobal");
     fetch(d.cuLaunchKernel, "cuLaunchKernel");
     fetch(d.cuFuncGetAttribute, "cuFuncGetAttribute");
     fetch(d.cuGetErrorName, "cuGetErrorName");
     fetch(d.cuGetErrorString, "cuGetErrorString");
     fetch(d.cuFuncSetAttribute, "cuFuncSetAttribute");
-    fetch(d.cuModuleGetGlobal, "cuModuleGetGlobal");
     fetch(d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel");
     fetch(d.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     fetch_optional(d.cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040);

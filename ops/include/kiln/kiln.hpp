@@ -18,3 +18,6 @@
 #include "kiln/ops/expression.hpp"
 #include "kiln/ops/fuse.hpp"
 #include "kiln/ops/math.hpp"
+#include "kiln/ops/reduction_kernel.hpp"
+#include "kiln/ops/reductions.hpp"
+#include "kiln/ops/linalg.hpp"

@@ -19,15 +19,26 @@ constexpr int kMaxBlock = 1024;  // CUDA's limit on threads per block for every 
 
 }  // namespace
 
-std::span<const kernel_arg> take_options(KernelCall& c, std::span<const kernel_arg> args) {
+std::span<const kernel_arg> take_options(KernelCall& c, std::span<const kernel_arg> args,
+                                         bool reduction) {
   const auto& def = c.def;
   if (!args.empty() && args.back().is_options()) {
     c.options = args.back().options();
     args = args.first(args.size() - 1);
   }
-  for (const auto& a : args)
+  if (reduction && !args.empty() && args.back().is_reduce_options()) {
+    c.reduce = &args.back().reduce();
+    args = args.first(args.size() - 1);
+  }
+  for (const auto& a : args) {
     if (a.is_options())
       throw TypeError(fmt::format("kernel '{}': launch_options must be the last argument", def.name));
+    if (a.is_reduce_options())
+      throw TypeError(fmt::format("kernel '{}': {}", def.name,
+                                  reduction ? "reduce_options must follow the arguments (only a "
+                                              "launch_options may come after it)"
+                                            : "reduce_options are for reduction kernels"));
+  }
   if (c.options.block_size < 0 || c.options.block_size > kMaxBlock)
     throw ValueError(fmt::format("kernel '{}': block_size {} is outside 1..{} (0 lets kiln choose)",
                                  def.name, c.options.block_size, kMaxBlock));

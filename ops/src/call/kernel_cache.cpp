@@ -43,6 +43,7 @@ LoadedKernel compile_and_load(int device, MakeRequest make, const void* context,
     out.max_threads_per_block = out.function.max_threads_per_block();
   }
   out.lowered_names = std::move(bin.lowered_names);
+  if (const auto g = out.module->global("kiln_partial_bytes")) out.partial_bytes = g->second;
   return out;
 }
 

@@ -30,6 +30,9 @@ struct LoadedKernel {
   /// when raw kernels load; params_known is false on drivers older than 12.4.
   std::vector<ParamSlot> params;
   bool params_known = false;
+  /// Bytes of one reduction partial (the `kiln_partial_bytes` global of split reduction
+  /// kernels, whose reduce type may be a user struct); 0 for other kernels.
+  std::size_t partial_bytes = 0;
 };
 
 /// Builds the compile request of a missing kernel for an architecture (e.g. 90).

@@ -47,6 +47,7 @@ struct KernelCall {
   std::array<dtype, kMaxParams> types;                       // resolved parameter dtypes
   std::array<std::array<std::byte, 16>, kMaxParams> values;  // scalars in their dtype
   launch_options options;
+  const reduce_options* reduce = nullptr;  // reductions: the call's reduce_options, if passed
   int device = 0;
   cudaStream_t stream = nullptr;
   Shape shape;  // the loop shape
@@ -57,20 +58,24 @@ struct KernelCall {
 };
 
 // ---- bind_arguments.cpp ----
-/// Splits off a trailing launch_options, checks it (block size range) and the argument
-/// count; returns the remaining arguments.
-std::span<const kernel_arg> take_options(KernelCall& c, std::span<const kernel_arg> args);
+/// Splits off a trailing launch_options (and, when `reduction`, a reduce_options before it,
+/// into c.reduce), checks them (block size range) and the argument count; returns the
+/// remaining arguments.
+std::span<const kernel_arg> take_options(KernelCall& c, std::span<const kernel_arg> args,
+                                         bool reduction = false);
 /// Binds arrays and scalars to parameters, resolves placeholder dtypes and converts scalars
 /// to their parameter's dtype. Throws TypeError / ValueError naming the kernel and parameter.
 void bind_arguments(KernelCall& c, std::span<const kernel_arg> args);
 
 // ---- loop_shape.cpp ----
 /// c.shape and c.size: non-raw array arguments broadcast (ShapeError otherwise), or
-/// launch_options::size when every array argument is raw.
-void decide_loop_shape(KernelCall& c);
+/// launch_options::size when every array argument is raw. `with_outputs` false: only the
+/// inputs fix the shape (a reduction's outputs have the reduced shape).
+void decide_loop_shape(KernelCall& c, bool with_outputs = true);
 /// Checks passed outputs against `shape` (no overlapping broadcast views), or that outputs
 /// kiln must allocate have a decided size. Before the device is touched.
-void check_outputs(const KernelCall& c, bool given, const Shape& shape);
+void check_outputs(const KernelCall& c, bool given, const Shape& shape,
+                   const char* shape_from = "the arguments broadcast to");
 /// The passed outputs, or new C-contiguous ones allocated on the launch stream: appended to
 /// `result`, and c.arrays points at them.
 void prepare_outputs(KernelCall& c, kernel_result& result, bool given, const Shape& shape);

@@ -7,10 +7,10 @@
 
 namespace kiln::detail {
 
-void decide_loop_shape(KernelCall& c) {
+void decide_loop_shape(KernelCall& c, bool with_outputs) {
   std::array<const Shape*, kMaxParams> shapes;
   std::size_t n = 0;
-  for (int k = 0; k < c.nparams; ++k)
+  for (int k = 0; k < (with_outputs ? c.nparams : c.def.nin); ++k)
     if (c.arrays[k] && !c.is_raw(k)) shapes[n++] = &c.arrays[k]->shape();
   if (n > 0 && c.options.size >= 0)
     throw ValueError(fmt::format("kernel '{}': size= is only allowed when every array argument "
@@ -28,7 +28,7 @@ void decide_loop_shape(KernelCall& c) {
   c.size = shape_size(c.shape);
 }
 
-void check_outputs(const KernelCall& c, bool given, const Shape& shape) {
+void check_outputs(const KernelCall& c, bool given, const Shape& shape, const char* shape_from) {
   for (int k = c.def.nin; k < c.nparams; ++k) {
     const auto& name = c.param_name(k);
     if (!given) {
@@ -41,9 +41,8 @@ void check_outputs(const KernelCall& c, bool given, const Shape& shape) {
     if (c.is_raw(k)) continue;
     const ndarray& a = *c.arrays[k];
     if (!(a.shape() == shape))
-      throw ShapeError(fmt::format("kernel '{}': output '{}' has shape {} but the arguments "
-                                   "broadcast to {}",
-                                   c.def.name, name, a.shape().str(), shape.str()));
+      throw ShapeError(fmt::format("kernel '{}': output '{}' has shape {} but {} {}",
+                                   c.def.name, name, a.shape().str(), shape_from, shape.str()));
     for (int d = 0; d < a.ndim(); ++d)
       if (a.strides()[d] == 0 && a.shape()[d] > 1)
         throw ValueError(fmt::format("kernel '{}': output '{}' has a zero stride (a broadcast "

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "kiln/runtime/axes.hpp"
 #include "kiln/runtime/dtype.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/memory.hpp"
@@ -31,6 +32,21 @@ template <class A> A ops_to_device(const A& a, int device) { return to_device(a,
 template <class A> A ops_copy(const A& a) { return copy(a); }
 template <class A> A ops_astype(const A& a, dtype t) { return astype(a, t); }
 template <class A> void ops_fill(A& a, const scalar& v) { fill(a, v); }
+// Reductions: the functions of <kiln/ops/reductions.hpp>. `std` is also a namespace, so a
+// function of that name is declared here (never defined) to make `std(a, ...)` a call that
+// argument-dependent lookup completes with kiln::std.
+void std(struct ops_std_tag*);
+template <class A> A ops_sum(const A& a, axes x, bool k) { return sum(a, x, k); }
+template <class A> A ops_prod(const A& a, axes x, bool k) { return prod(a, x, k); }
+template <class A> A ops_min(const A& a, axes x, bool k) { return min(a, x, k); }
+template <class A> A ops_max(const A& a, axes x, bool k) { return max(a, x, k); }
+template <class A> A ops_mean(const A& a, axes x, bool k) { return mean(a, x, k); }
+template <class A, class R> A ops_var(const A& a, axes x, bool k, const R& r) { return var(a, x, k, r); }
+template <class A, class R> A ops_std(const A& a, axes x, bool k, const R& r) { return std(a, x, k, r); }
+template <class A> A ops_argmin(const A& a, axes x, bool k) { return argmin(a, x, k); }
+template <class A> A ops_argmax(const A& a, axes x, bool k) { return argmax(a, x, k); }
+template <class A> A ops_all(const A& a, axes x, bool k) { return all_of(a, x, k); }
+template <class A> A ops_any(const A& a, axes x, bool k) { return any(a, x, k); }
 }  // namespace detail
 
 /// Python's slice(start, stop, step); an empty optional is Python's None.
@@ -151,6 +167,40 @@ class ndarray {
   /// Sets every element (any layout) to `value` converted with NumPy's assignment rules.
   template <class Self = ndarray>
   void fill(const scalar& value) { detail::ops_fill(static_cast<Self&>(*this), value); }
+
+  // ---- reductions (kernel-backed: <kiln/ops/reductions.hpp>, NumPy's result dtypes) ----
+  // axis: every axis by default, an int (negative from the end) or several ({0, 2}).
+  template <class Self = ndarray>
+  Self sum(axes axis = {}, bool keepdims = false) const { return detail::ops_sum(self<Self>(), axis, keepdims); }
+  template <class Self = ndarray>
+  Self prod(axes axis = {}, bool keepdims = false) const { return detail::ops_prod(self<Self>(), axis, keepdims); }
+  template <class Self = ndarray>
+  Self min(axes axis = {}, bool keepdims = false) const { return detail::ops_min(self<Self>(), axis, keepdims); }
+  template <class Self = ndarray>
+  Self max(axes axis = {}, bool keepdims = false) const { return detail::ops_max(self<Self>(), axis, keepdims); }
+  template <class Self = ndarray>
+  Self mean(axes axis = {}, bool keepdims = false) const { return detail::ops_mean(self<Self>(), axis, keepdims); }
+  /// Variance with N - ddof in the denominator.
+  template <class Self = ndarray, class R = struct reduce_args>
+  Self var(axes axis = {}, bool keepdims = false, int ddof = 0) const {
+    R r{};
+    r.ddof = ddof;
+    return detail::ops_var(self<Self>(), axis, keepdims, r);
+  }
+  template <class Self = ndarray, class R = struct reduce_args>
+  Self std(axes axis = {}, bool keepdims = false, int ddof = 0) const {
+    R r{};
+    r.ddof = ddof;
+    return detail::ops_std(self<Self>(), axis, keepdims, r);
+  }
+  template <class Self = ndarray>
+  Self argmin(axes axis = {}, bool keepdims = false) const { return detail::ops_argmin(self<Self>(), axis, keepdims); }
+  template <class Self = ndarray>
+  Self argmax(axes axis = {}, bool keepdims = false) const { return detail::ops_argmax(self<Self>(), axis, keepdims); }
+  template <class Self = ndarray>
+  Self all(axes axis = {}, bool keepdims = false) const { return detail::ops_all(self<Self>(), axis, keepdims); }
+  template <class Self = ndarray>
+  Self any(axes axis = {}, bool keepdims = false) const { return detail::ops_any(self<Self>(), axis, keepdims); }
 
  private:
   template <class Self>

@@ -1,0 +1,53 @@
+#pragma once
+// ReductionSpec: what one reduction kernel binary is specialised for beyond its definition:
+// parameter dtypes and kinds, the strategy, the collapsed output and reduced dims, index and
+// vector widths, and whether blocks split a row (partials combined in the same launch). A
+// fixed-size POD, hashed by bytes on the call path like ElementwiseSpec.
+//
+// The loop of a reduction is (output dims..., reduced dims...): each group collapsed on its
+// own (contiguous axes merged, size-1 axes dropped), at least one dim each.
+//
+//   ReductionSpec s;
+//   s.strategy = ReductionStrategy::inner_block;
+//   s.split = 1;                  // several blocks per row: a full reduction
+//   s.red_contiguous = 1;         // every array input is contiguous along the reduced dim
+//   s.vector_width = 4;           // float4 loads
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "kiln/codegen/elementwise_spec.hpp"  // OperandSpec, OperandKind
+
+namespace kiln::codegen {
+
+enum class ReductionStrategy : std::uint8_t {
+  inner_warp,   // a warp per output row, lanes stride along the reduced elements
+  inner_block,  // a block per output row (with split: several blocks per row)
+  outer,        // a thread per output element, threads across contiguous columns; blocks of
+                // the grid's y dimension split the reduced range (with split)
+};
+
+struct ReductionSpec {
+  ReductionStrategy strategy = ReductionStrategy::inner_block;
+  std::uint8_t out_ndim = 1;        // collapsed output dims (>= 1)
+  std::uint8_t red_ndim = 1;        // collapsed reduced dims (>= 1)
+  std::uint8_t index_bits = 32;     // 32 or 64
+  std::uint8_t vector_width = 1;    // inner with red_contiguous: elements per vector load
+  std::uint8_t red_contiguous = 0;  // red_ndim == 1 and every array input has unit steps
+  std::uint8_t split = 0;           // inner_block / outer: blocks share a row or column tile
+  std::uint8_t nparams = 0;
+  std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array, raw_array
+
+  dtype param_dtype(int k) const { return dtype(static_cast<dtype_id>(params[std::size_t(k)].dtype)); }
+  OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
+  void set_param(int k, dtype t, OperandKind kind, int raw_ndim = 0, bool raw_contiguous = true) {
+    params[std::size_t(k)] = {static_cast<std::uint8_t>(t.id()), kind,
+                              static_cast<std::uint8_t>(raw_ndim), std::uint8_t(raw_contiguous)};
+  }
+  std::size_t key_size() const {
+    return offsetof(ReductionSpec, params) + sizeof(OperandSpec) * nparams;
+  }
+};
+static_assert(offsetof(ReductionSpec, params) == 8);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,95 @@
+#include "kiln/ops/linalg.hpp"
+
+#include <cmath>
+#include <memory>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "kiln/ops/reduction_kernel.hpp"
+#include "kiln/runtime/error.hpp"
+
+namespace kiln::linalg {
+namespace {
+
+// |x| and |x|^2 for every type; 16-bit floats go through float.
+constexpr const char* kPreamble = R"KILN(
+template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float> struct kiln_real_of { typedef kiln_V type; };
+template <class kiln_V> struct kiln_real_of<kiln_V, true> { typedef float type; };
+typedef typename kiln_real_of<U>::type kiln_R;
+template <class kiln_V> __device__ __forceinline__ kiln_R kiln_abs(const kiln_V& kiln_v) {
+  if constexpr (kiln_traits<kiln_V>::is_complex) return kiln_R(abs(kiln_v));
+  else { const kiln_R kiln_r = kiln_cast<kiln_R>(kiln_v); return kiln_r < kiln_R(0) ? -kiln_r : kiln_r; }
+}
+template <class kiln_V> __device__ __forceinline__ kiln_R kiln_abs2(const kiln_V& kiln_v) {
+  if constexpr (kiln_traits<kiln_V>::is_complex) return kiln_R(norm(kiln_v));
+  else { const kiln_R kiln_r = kiln_cast<kiln_R>(kiln_v); return kiln_r * kiln_r; }
+}
+)KILN";
+
+enum Kind { two, one, inf, minus_inf, zero, kKinds };
+
+const ReductionKernel& kernel(Kind k) {
+  static std::once_flag once[kKinds];
+  static std::unique_ptr<ReductionKernel> made[kKinds];
+  std::call_once(once[k], [&] {
+    const reduction_options o{.reduce_type = "kiln_R", .preamble = kPreamble};
+    switch (k) {
+      case two: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_abs2(x)", "a + b", "y = kiln_cast<U>(sqrt(a))", "0", "kiln_norm2", o); break;
+      case one: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_abs(x)", "a + b", "y = kiln_cast<U>(a)", "0", "kiln_norm1", o); break;
+      case inf: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_abs(x)", "(a != a || a > b) ? a : b", "y = kiln_cast<U>(a)", "0", "kiln_norm_inf", o); break;
+      case minus_inf: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_abs(x)", "(a != a || a < b) ? a : b", "y = kiln_cast<U>(a)", "", "kiln_norm_minus_inf", o); break;
+      default: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_R(kiln_nonzero(x) ? 1 : 0)", "a + b", "y = kiln_cast<U>(a)", "0", "kiln_norm0", o); break;
+    }
+  });
+  return *made[k];
+}
+
+dtype norm_dtype(dtype t) {
+  if (t == bool_ || t.is_integer()) return float64;
+  if (t == complex64) return float32;
+  if (t == complex128) return float64;
+  return t;
+}
+
+ndarray run(const ndarray& x, std::optional<double> ord, bool fro, axes axis, bool keepdims) {
+  if (!x.defined()) throw ValueError("norm: the array is an empty ndarray handle");
+  const std::uint64_t mask = axis.mask(x.ndim());
+  const int naxes = __builtin_popcountll(mask);
+  const bool matrix = axis.is_all() ? x.ndim() == 2 : naxes == 2;
+  if (!axis.is_all() && naxes > 2) throw ValueError("norm: improper number of dimensions to norm");
+  if (fro && !matrix) throw ValueError("norm: invalid norm order 'fro' for vectors");
+  Kind k = two;
+  if (ord) {
+    const double o = *ord;
+    if (matrix && o != 2) throw ValueError(fmt::format("norm: matrix norm ord={} is not supported (only Frobenius: ord none or \"fro\")", o));
+    if (matrix && o == 2) throw ValueError("norm: the matrix 2-norm (largest singular value) is not supported; use ord none or \"fro\"");
+    if (o == 2) k = two;
+    else if (o == 1) k = one;
+    else if (o == INFINITY) k = inf;
+    else if (o == -INFINITY) k = minus_inf;
+    else if (o == 0) k = zero;
+    else throw ValueError(fmt::format("norm: ord={} is not supported (none, 0, 1, 2, inf, -inf)", o));
+  }
+  const Shape shape = reduced_shape(x.shape(), mask, keepdims);
+  if (k == minus_inf && x.size() == 0 && shape_size(shape) > 0)
+    throw ValueError("zero-size array to reduction operation minimum which has no identity");
+  ndarray out = empty(shape, norm_dtype(x.dtype()));
+  kernel(k)(x, out, reduce_options{.axis = axis, .keepdims = keepdims});
+  return out;
+}
+
+}  // namespace
+
+ndarray norm(const ndarray& x, std::optional<double> ord, axes axis, bool keepdims) {
+  return run(x, ord, false, axis, keepdims);
+}
+
+ndarray norm(const ndarray& x, std::string_view ord, axes axis, bool keepdims) {
+  if (ord != "fro") throw ValueError(fmt::format("norm: invalid norm order '{}'", ord));
+  const bool matrix = axis.is_all() ? x.ndim() == 2 : axis.size() == 2;
+  if (!matrix) throw ValueError("norm: invalid norm order 'fro' for vectors");
+  return run(x, std::nullopt, true, axis, keepdims);
+}
+
+}  // namespace kiln::linalg

@@ -1,0 +1,164 @@
+#include "reduction_plan.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "kiln/codegen/loop_layout.hpp"
+
+namespace kiln::detail {
+
+using codegen::OperandKind;
+using codegen::ReductionStrategy;
+
+namespace {
+
+// Collapses one group of dims; an empty group becomes one dim of extent 1 (stride 0), and a
+// group with a zero extent one dim of extent 0.
+void collapse_group(Shape& shape, std::span<Shape> strides) {
+  if (shape_size(shape) == 0) {
+    shape = Shape{0};
+    for (auto& s : strides) s = Shape{0};
+    return;
+  }
+  codegen::collapse_dims(shape, strides);
+  if (shape.empty()) {
+    shape = Shape{1};
+    for (auto& s : strides) s = Shape{0};
+  }
+}
+
+}  // namespace
+
+void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int sm_count,
+                    ReductionPlan& plan) {
+  const int nin = c.def.nin;
+  auto& spec = plan.spec;
+  spec.nparams = std::uint8_t(c.nparams);
+
+  // Operand slots: array inputs, then array outputs.
+  std::array<int, kMaxParams> ops;
+  int nops = 0, nin_ops = 0;
+  for (int k = 0; k < c.nparams; ++k) {
+    if (!c.arrays[k]) {
+      spec.set_param(k, c.types[k], OperandKind::scalar);
+    } else if (c.is_raw(k)) {
+      const ndarray& a = *c.arrays[k];
+      spec.set_param(k, c.types[k], OperandKind::raw_array, a.ndim(), a.is_c_contiguous());
+    } else {
+      spec.set_param(k, c.types[k], OperandKind::array);
+      ops[std::size_t(nops++)] = k;
+      if (k < nin) ++nin_ops;
+    }
+  }
+
+  // Strides of every operand over the kept dims and (inputs) the reduced dims.
+  Shape kept, red;
+  std::array<Shape, kMaxParams> ks, rs;
+  for (int j = 0; j < nops; ++j) {
+    ks[std::size_t(j)] = Shape{};
+    rs[std::size_t(j)] = Shape{};
+  }
+  std::array<Shape, kMaxParams> in_loop;
+  for (int j = 0; j < nin_ops; ++j) in_loop[std::size_t(j)] = loop_strides(*c.arrays[ops[std::size_t(j)]], c.shape);
+  int out_axis = 0;
+  for (int d = 0; d < c.shape.size(); ++d) {
+    const bool reduced = mask >> d & 1;
+    (reduced ? red : kept).push_back(c.shape[d]);
+    for (int j = 0; j < nin_ops; ++j) (reduced ? rs : ks)[std::size_t(j)].push_back(in_loop[std::size_t(j)][d]);
+    if (!reduced) {
+      for (int j = nin_ops; j < nops; ++j)
+        ks[std::size_t(j)].push_back(c.arrays[ops[std::size_t(j)]]->strides()[out_axis]);
+      ++out_axis;
+    } else if (keepdims) {
+      ++out_axis;
+    }
+  }
+  collapse_group(kept, std::span(ks.data(), std::size_t(nops)));
+  collapse_group(red, std::span(rs.data(), std::size_t(nin_ops)));
+  plan.m = shape_size(kept);
+  plan.n = shape_size(red);
+  spec.out_ndim = std::uint8_t(kept.size());
+  spec.red_ndim = std::uint8_t(red.size());
+  plan.dims = kept;
+  for (auto d : red) plan.dims.push_back(d);
+
+  std::int64_t span = 0;
+  for (int j = 0; j < nops; ++j) {
+    const int k = ops[std::size_t(j)];
+    Shape& st = plan.strides[std::size_t(k)];
+    st = ks[std::size_t(j)];
+    const auto isz = std::int64_t(c.types[k].itemsize());
+    if (j < nin_ops) {
+      for (auto s : rs[std::size_t(j)]) st.push_back(s);
+      span = std::max(span, codegen::byte_span(plan.dims, st, isz));
+    } else {
+      span = std::max(span, codegen::byte_span(kept, st, isz));
+    }
+  }
+  for (int k = 0; k < c.nparams; ++k)
+    if (spec.kind(k) == OperandKind::raw_array) {
+      const ndarray& a = *c.arrays[k];
+      span = std::max(span, codegen::byte_span(a.shape(), a.strides(), std::int64_t(a.itemsize())));
+    }
+  spec.index_bits = std::uint8_t(codegen::choose_index_bits(plan.m * plan.n, span));
+
+  // Inner when every input walks its rows with unit steps; outer when the first input's
+  // innermost output dim is contiguous (threads then read neighbouring columns).
+  bool red_contig = spec.red_ndim == 1 && plan.n > 1;
+  for (int j = 0; j < nin_ops; ++j)
+    red_contig &= rs[std::size_t(j)][0] == std::int64_t(c.types[ops[std::size_t(j)]].itemsize());
+  spec.red_contiguous = std::uint8_t(red_contig);
+  spec.strategy = ReductionStrategy::inner_block;
+  if (!red_contig && nin_ops > 0 && plan.m > 1 && plan.n > 1) {
+    const int k0 = ops[0];
+    const auto isz = std::int64_t(c.types[k0].itemsize());
+    if (std::abs(ks[0][kept.size() - 1]) == isz) spec.strategy = ReductionStrategy::outer;
+  }
+  spec.vector_width = 1;
+  if (red_contig && nin_ops > 0) {
+    std::int64_t widest = 0;
+    for (int j = 0; j < nin_ops; ++j) widest = std::max<std::int64_t>(widest, c.types[ops[std::size_t(j)]].itemsize());
+    int w = widest < 16 ? int(16 / widest) : 1;
+    auto aligned = [&](int width) {
+      for (int j = 0; j < nin_ops; ++j) {
+        const int k = ops[std::size_t(j)];
+        const auto bytes = std::uint64_t(width) * c.types[k].itemsize();
+        if (reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % bytes) return false;
+        for (auto s : ks[std::size_t(j)])
+          if (std::uint64_t(std::abs(s)) % bytes) return false;
+      }
+      return true;
+    };
+    while (w > 1 && !aligned(w)) w /= 2;
+    spec.vector_width = std::uint8_t(w);
+  }
+  plan.geometry = codegen::reduction_geometry(spec, plan.m, plan.n, c.options.block_size, sm_count);
+}
+
+void pack_reduction(const KernelCall& c, const ReductionPlan& plan, void* ws, void* sem,
+                    KernelArgs& args) {
+  const auto& spec = plan.spec;
+  for (int k = 0; k < c.nparams; ++k) {
+    switch (spec.kind(k)) {
+      case OperandKind::scalar: args.put_value(c.types[k], c.values[std::size_t(k)].data()); break;
+      case OperandKind::raw_array: {
+        const ndarray& a = *c.arrays[k];
+        args.put_raw_array(a.data(), a.size(), a.shape().data(), a.strides().data(), a.ndim());
+        break;
+      }
+      default: {
+        const Shape& st = plan.strides[std::size_t(k)];
+        args.put_strided(c.arrays[k]->data(), st.data(), st.size());
+      }
+    }
+  }
+  args.put_index(plan.m);
+  args.put_index(plan.n);
+  args.put_dims(plan.dims.data(), plan.dims.size());
+  if (spec.split) {
+    args.put_pointer(ws);
+    args.put_pointer(sem);
+  }
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,183 @@
+// ReductionKernel on a GPU: results against float64 host references on random data, outputs
+// poisoned first, over every strategy (rows, columns, full, strided), many shapes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+#include "support/test_support.hpp"
+
+using namespace kiln;
+
+namespace {
+
+ndarray poisoned(const Shape& shape, dtype t) {
+  ndarray a(shape, t);
+  std::vector<unsigned char> bytes(a.nbytes(), 0x5A);
+  if (!bytes.empty()) a.copy_from_host(bytes.data());
+  return a;
+}
+
+// Host reference: reduce `x` (C-order data of `shape`) over `mask` with f, from `init`.
+template <class F>
+std::vector<double> host_reduce(const std::vector<double>& x, const Shape& shape, std::uint64_t mask, double init, F f) {
+  const Shape out = reduced_shape(shape, mask, false);
+  std::vector<double> r(std::size_t(shape_size(out)), init);
+  std::vector<std::int64_t> idx(std::size_t(shape.size()), 0);
+  for (std::size_t flat = 0; flat < x.size(); ++flat) {
+    std::int64_t o = 0;
+    for (int d = 0; d < shape.size(); ++d)
+      if (!(mask >> d & 1)) o = o * shape[d] + idx[std::size_t(d)];
+    r[std::size_t(o)] = f(r[std::size_t(o)], x[flat]);
+    for (int d = shape.size() - 1; d >= 0; --d) {
+      if (++idx[std::size_t(d)] < shape[d]) break;
+      idx[std::size_t(d)] = 0;
+    }
+  }
+  return r;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double rel = 1e-5) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t k = 0; k < got.size(); ++k)
+    if (!(std::abs(double(got[k]) - want[k]) <= rel * (1 + std::abs(want[k]))) && bad++ == 0) first = k;
+  INFO("first mismatch at " << first << ": got " << (bad ? got[first] : 0) << " want " << (bad ? want[first] : 0));
+  CHECK(bad == 0);
+}
+
+const ReductionKernel& sum_kernel() {
+  static const ReductionKernel k("T x", "T y", "x", "a + b", "y = a", "0", "test_sum");
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("a sum reduction matches the host over every axis subset of a 4-D array", "[ops][gpu]") {
+  const Shape shape{5, 33, 7, 130};
+  auto h = test::random_vector<float>(std::size_t(shape_size(shape)));
+  std::vector<double> hd(h.begin(), h.end());
+  ndarray x = asarray(h, shape);
+  for (std::uint64_t mask = 1; mask < 16; ++mask) {
+    std::vector<std::int64_t> ax;
+    for (int d = 0; d < 4; ++d)
+      if (mask >> d & 1) ax.push_back(d);
+    axes a;
+    switch (ax.size()) {
+      case 1: a = axes(ax[0]); break;
+      case 2: a = axes{ax[0], ax[1]}; break;
+      case 3: a = axes{ax[0], ax[1], ax[2]}; break;
+      default: a = axes(); break;
+    }
+    INFO("mask " << mask);
+    ndarray out = poisoned(reduced_shape(shape, mask, false), float32);
+    sum_kernel()(x, out, reduce_options{.axis = a});
+    check_close(out.get<float>(), host_reduce(hd, shape, mask, 0, [](double s, double v) { return s + v; }), 1e-4);
+    // The same through a transposed view (other strategies).
+    ndarray t = x.transpose({3, 2, 1, 0});
+    std::uint64_t tmask = 0;
+    for (int d = 0; d < 4; ++d)
+      if (mask >> d & 1) tmask |= 1ull << (3 - d);
+    axes ta;
+    std::vector<std::int64_t> tax;
+    for (int d = 0; d < 4; ++d)
+      if (tmask >> d & 1) tax.push_back(d);
+    switch (tax.size()) {
+      case 1: ta = axes(tax[0]); break;
+      case 2: ta = axes{tax[0], tax[1]}; break;
+      case 3: ta = axes{tax[0], tax[1], tax[2]}; break;
+      default: ta = axes(); break;
+    }
+    ndarray tr = sum_kernel()(t, reduce_options{.axis = ta});
+    // Output axes of the transpose are reversed: compare against the copy's reduction.
+    ndarray tc = copy(t);
+    ndarray want = sum_kernel()(tc, reduce_options{.axis = ta});
+    auto w = want.get<float>();
+    check_close(tr.get<float>(), std::vector<double>(w.begin(), w.end()), 1e-4);
+  }
+}
+
+TEST_CASE("reductions cover odd sizes, 1-element axes, keepdims, 0-d and empty arrays", "[ops][gpu]") {
+  for (Shape shape : {Shape{1}, Shape{7}, Shape{1000003}, Shape{3, 1}, Shape{1, 3}, Shape{257, 1025},
+                      Shape{1025, 3}, Shape{2, 1, 70001}}) {
+    INFO(shape.str());
+    auto h = test::random_vector<float>(std::size_t(shape_size(shape)));
+    std::vector<double> hd(h.begin(), h.end());
+    ndarray x = asarray(h, shape);
+    for (int d = -1; d < shape.size(); ++d) {
+      const std::uint64_t mask = d < 0 ? (1ull << shape.size()) - 1 : 1ull << d;
+      ndarray out = poisoned(reduced_shape(shape, mask, true), float32);
+      sum_kernel()(x, reduce_options{.axis = d < 0 ? axes() : axes(d), .keepdims = true, .out = {out}});
+      check_close(out.get<float>(), host_reduce(hd, shape, mask, 0, [](double s, double v) { return s + v; }), 1e-4);
+    }
+  }
+  ndarray scalar0 = asarray<float>({2.5f}, Shape{});
+  CHECK(sum_kernel()(scalar0).get<float>() == std::vector<float>{2.5f});
+  ndarray empty0 = empty({0, 4}, float32);
+  CHECK(sum_kernel()(empty0, reduce_options{.axis = 0}).get<float>() == std::vector<float>(4, 0.0f));
+  ReductionKernel mx("T x", "T y", "x", "a > b ? a : b", "y = a", "", "test_max");
+  CHECK_THROWS_WITH(mx(empty0, reduce_options{.axis = 0}),
+                    Catch::Contains("zero-size array to reduction operation test_max which has no identity"));
+  CHECK(mx(empty0, reduce_options{.axis = 1}).size() == 0);
+}
+
+TEST_CASE("with no identity a non-empty reduction gives the true result (CuPy gives 0)", "[ops][gpu]") {
+  ReductionKernel mx("T x", "T y", "x", "a > b ? a : b", "y = a", "", "test_max_neg");
+  for (std::int64_t n : {1, 31, 4097, 3000001}) {
+    auto h = test::random_vector<float>(std::size_t(n), -9, -1);
+    ndarray x = asarray(h);
+    float want = -1e30f;
+    for (float v : h) want = std::max(want, v);
+    CHECK(mx(x).get<float>() == std::vector<float>{want});
+    ndarray rows = mx(x.reshape({1, n}), reduce_options{.axis = 0});  // an outer reduction of one row
+    CHECK(rows.get<float>() == h);
+  }
+}
+
+TEST_CASE("every output of a multi-output reduction is returned", "[ops][gpu]") {
+  ReductionKernel k("T x", "T s, T my_s2", "x", "a + b", "s = a;\nmy_s2 = a * 2", "0", "test_two");
+  auto h = test::random_vector<float>(10007);
+  ndarray x = asarray(h, Shape{1, 10007});
+  auto r = k(x, reduce_options{.axis = 1});
+  REQUIRE(r.size() == 2);
+  double want = 0;
+  for (float v : h) want += v;
+  check_close(r[0].get<float>(), {want});
+  check_close(r[1].get<float>(), {2 * want});
+}
+
+TEST_CASE("the CuPy-docs l2norm, broadcast inputs and argmax-style _J", "[ops][gpu]") {
+  ReductionKernel l2("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+  auto h = test::random_vector<float>(1 << 20);
+  double want = 0;
+  for (float v : h) want += double(v) * v;
+  check_close(l2(asarray(h)).get<float>(), {std::sqrt(want)});
+  ReductionKernel dot("T x, T y", "T z", "x * y", "a + b", "z = a", "0", "test_dot");
+  auto hx = test::random_vector<float>(300 * 5), hy = test::random_vector<float>(5);
+  ndarray z = dot(asarray(hx, Shape{300, 5}), asarray(hy), reduce_options{.axis = 1});
+  std::vector<double> w(300, 0);
+  for (int i = 0; i < 300; ++i)
+    for (int j = 0; j < 5; ++j) w[std::size_t(i)] += double(hx[std::size_t(i * 5 + j)]) * hy[std::size_t(j)];
+  check_close(z.get<float>(), w);
+  ReductionKernel am("T x", "int64 y", "arg_t{(double)x, (long long)_J}",
+                     "(b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a", "y = a.i", "", "test_argmax",
+                     {.reduce_type = "arg_t", .preamble = "struct arg_t { double v; long long i; };"});
+  auto ha = test::random_vector<float>(50001);
+  ha[777] = 100;
+  ha[40000] = 100;
+  CHECK(am(asarray(ha)).get<std::int64_t>() == std::vector<std::int64_t>{777});
+}
+
+TEST_CASE("a sum over more than 2^31 int8 elements uses 64-bit indices", "[ops][gpu]") {
+  ReductionKernel k("int8 x", "int64 y", "(long long)x", "a + b", "y = a", "0", "test_big_sum");
+  const std::int64_t n = (std::int64_t(1) << 31) + 4096;
+  ndarray x = empty({n}, int8);
+  fill(x, 3);
+  CHECK(k(x).get<std::int64_t>() == std::vector<std::int64_t>{3 * n});
+  auto rows = k(x.reshape({n / 4096, 4096}), reduce_options{.axis = -1}).get<std::int64_t>();
+  CHECK(rows == std::vector<std::int64_t>(std::size_t(n / 4096), 3 * 4096));
+  auto cols = k(x.reshape({n / 4096, 4096}), reduce_options{.axis = 0}).get<std::int64_t>();
+  CHECK(cols == std::vector<std::int64_t>(4096, 3 * (n / 4096)));
+}

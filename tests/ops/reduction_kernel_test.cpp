@@ -1,0 +1,143 @@
+// ReductionKernel parts that need no GPU: definition checks, call checks that come before
+// any device work, the axis rules, and every strategy compiled by NVRTC for sm_90.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "kiln/cache/compile_cache.hpp"
+#include "kiln/codegen/launch_config.hpp"
+#include "kiln/codegen/reduction_emitter.hpp"
+#include "kiln/ops/reduction_kernel.hpp"
+#include "kiln/runtime/axes.hpp"
+#include "kiln/runtime/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace kiln;
+using codegen::ReductionStrategy;
+
+TEST_CASE("ReductionKernel checks its definition at construction", "[ops]") {
+  CHECK_THROWS_AS(ReductionKernel("T x", "T y", "", "a + b", "y = a", "0", "k"), SignatureError);
+  CHECK_THROWS_AS(ReductionKernel("T x", "T y", "x", " ", "y = a", "0", "k"), SignatureError);
+  CHECK_THROWS_AS(ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "bad name"), SignatureError);
+  CHECK_THROWS_AS(ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "k\n"), SignatureError);
+  CHECK_THROWS_AS(ReductionKernel("T x", "", "x", "a + b", "", "0", "k"), SignatureError);
+  CHECK_THROWS_WITH(ReductionKernel("T a", "T y", "a", "a + b", "y = a", "0", "k"),
+                    Catch::Contains("may not be named 'a'"));
+  ReductionKernel k("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+  CHECK(k.nin() == 1);
+  CHECK(k.nout() == 1);
+  CHECK(k.name() == "l2norm");
+}
+
+TEST_CASE("axes resolve NumPy's way", "[ops]") {
+  CHECK(axes().mask(3) == 0b111);
+  CHECK(axes(-1).mask(3) == 0b100);
+  CHECK(axes{0, 2}.mask(3) == 0b101);
+  CHECK(axes(std::initializer_list<std::int64_t>{}).mask(3) == 0);
+  KILN_CHECK_THROWS(axes(3).mask(3), ValueError, Catch::Equals("axis 3 is out of bounds for array of dimension 3"));
+  KILN_CHECK_THROWS(axes(-4).mask(3), ValueError, Catch::Contains("axis -4 is out of bounds"));
+  KILN_CHECK_THROWS((axes{1, -2}.mask(3)), ValueError, Catch::Contains("duplicate value in 'axis'"));
+  CHECK(reduced_shape({2, 3, 4}, 0b101, false) == Shape{3});
+  CHECK(reduced_shape({2, 3, 4}, 0b101, true) == Shape{1, 3, 1});
+  CHECK(reduced_shape({2, 3, 4}, 0b111, false) == Shape{});
+}
+
+TEST_CASE("reduction calls are checked before any device work", "[ops]") {
+  ReductionKernel k("T x", "T y", "x", "a + b", "y = a", "0", "my_sum");
+  ReductionKernel nid("T x", "T y", "x", "a > b ? a : b", "y = a", "", "my_max");
+  ndarray none;  // no GPU here: only checks that precede the device can run
+  CHECK_THROWS_WITH(k(), Catch::Contains("my_sum") && Catch::Contains("takes 1 argument"));
+  CHECK_THROWS_WITH(k(1.0f, 2.0f, 3.0f), Catch::Contains("got 3"));
+  CHECK_THROWS_WITH(k(launch_options{}, 1.0f), Catch::Contains("must be the last argument"));
+  CHECK_THROWS_WITH(k(reduce_options{}, 1.0f), Catch::Contains("reduce_options must follow"));
+  CHECK_THROWS_WITH(k(none, launch_options{.block_size = 100}), Catch::Contains("multiple of 32"));
+  CHECK_THROWS_WITH(k(1.0f), Catch::Contains("cannot deduce type T"));
+}
+
+TEST_CASE("the launch policy picks a strategy from the collapsed shape", "[ops]") {
+  codegen::ReductionSpec s;
+  s.vector_width = 4;
+  auto g = codegen::reduction_geometry(s, 1, std::int64_t(1) << 28, 0, 132);  // full reduction
+  CHECK(s.strategy == ReductionStrategy::inner_block);
+  CHECK(s.split == 1);
+  CHECK(g.grid_x > 1000);
+  CHECK(g.partials == g.grid_x);
+  CHECK(g.counters == 1);
+  s = {};
+  s.vector_width = 4;
+  codegen::reduction_geometry(s, 1, 1, 0, 132);  // one element: one block, no workspace
+  CHECK(s.split == 0);
+  s = {};
+  s.vector_width = 4;
+  g = codegen::reduction_geometry(s, 16384, 16384, 0, 132);  // rows
+  CHECK(s.strategy == ReductionStrategy::inner_block);
+  CHECK(s.split == 0);
+  CHECK(g.grid_x == 16384);
+  s = {};
+  codegen::reduction_geometry(s, 100000, 7, 0, 132);  // short rows: a warp each
+  CHECK(s.strategy == ReductionStrategy::inner_warp);
+  s = {};
+  s.strategy = ReductionStrategy::outer;
+  g = codegen::reduction_geometry(s, 16384, 16384, 0, 132);  // columns, split over rows
+  CHECK(s.split == 1);
+  CHECK(g.grid_x == 64);
+  CHECK(g.grid_y > 1);
+}
+
+namespace {
+
+void compile_all(const ReductionKernel& k, const aot_target& t) {
+  for (const auto& req : k.compile_requests(t, 90)) {
+    INFO(req.source);
+    CHECK_NOTHROW(cache::compile_cached(req));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every reduction strategy compiles for sm_90 for every dtype class", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "kiln_test_sum");
+  ReductionKernel max("T x", "T y", "x", "a > b ? a : b", "y = a", "", "kiln_test_max");
+  for (dtype t : {bool_, int8, int64, uint16, float16, bfloat16, float32, float64, complex64, complex128}) {
+    INFO(t.name());
+    compile_all(sum, {.dtypes = {t}, .max_ndim = 1, .index64 = false});
+    if (!t.is_complex()) compile_all(max, {.dtypes = {t}, .max_ndim = 1, .index64 = false});
+  }
+  compile_all(sum, {.dtypes = {float32}, .max_ndim = 3, .index64 = true});
+}
+
+TEST_CASE("CuPy's ReductionKernel pitfalls compile on every strategy", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  // An output name and _in_ind.size() inside other identifiers; several post_map statements;
+  // a struct reduce type from the preamble; a scalar and a raw input; -D options reach it.
+  ReductionKernel k("T x, float64 scale, raw T w", "T y, int64 count",
+                    "pair_t{(double)x * scale + (double)w[0] * 0 + MY_BIAS, 1}",
+                    "pair_t{a.s + b.s, a.n + b.n}",
+                    "double my_y = a.s / (double)_in_ind.size() * _out_ind.size();\n"
+                    "y = (T)my_y;\ncount = a.n",
+                    "pair_t{0, 0}", "kiln_test_pairs",
+                    {.reduce_type = "pair_t",
+                     .preamble = "struct pair_t { double s; long long n; };\n"
+                                 "__device__ double my_y_helper(double v) { return v; }",
+                     .options = {"-DMY_BIAS=0"}});
+  compile_all(k, {.dtypes = {float32, float64, float32}, .max_ndim = 2, .index64 = true});
+  ReductionKernel argmax("T x", "int64 y", "arg_t{(double)x, (long long)_J}",
+                         "(b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a", "y = a.i", "",
+                         "kiln_test_argmax", {.reduce_type = "arg_t", .preamble = "struct arg_t { double v; long long i; };"});
+  compile_all(argmax, {.dtypes = {int16}, .max_ndim = 2, .index64 = false});
+}
+
+TEST_CASE("reduction compile errors point at the user's own strings", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  auto spec = ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "k").specs({.dtypes = {float32}, .max_ndim = 1}).front();
+  ReductionKernel bad_map("T x", "T y", "x +* 2", "a + b", "y = a", "0", "k");
+  CHECK_THROWS_WITH(bad_map.compile_for(spec, 90), Catch::Contains("map_expr(1)"));
+  ReductionKernel bad_reduce("T x", "T y", "x", "a + undefined_thing", "y = a", "0", "k");
+  CHECK_THROWS_WITH(bad_reduce.compile_for(spec, 90), Catch::Contains("reduce_expr(1)"));
+  ReductionKernel bad_post("T x", "T y", "x", "a + b", "y = a;\ny = nope", "0", "k");
+  CHECK_THROWS_WITH(bad_post.compile_for(spec, 90), Catch::Contains("post_map_expr(2)"));
+}

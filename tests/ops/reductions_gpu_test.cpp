@@ -1,0 +1,99 @@
+// Built-in reductions and ndarray members on a GPU against float64 host references (exact for
+// integers), NumPy's dtypes and NaN rules.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+#include "support/test_support.hpp"
+
+using namespace kiln;
+
+namespace {
+
+double host_sum(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += x;
+  return s;
+}
+
+bool close(double got, double want, double rel = 1e-5) { return std::abs(got - want) <= rel * (1 + std::abs(want)); }
+
+}  // namespace
+
+TEST_CASE("sum, mean, var, std, min, max of float32 match the host", "[ops][gpu]") {
+  const std::size_t n = 3000017;
+  auto h = test::random_vector<float>(n);
+  ndarray x = asarray(h);
+  const double s = host_sum(h), m = s / double(n);
+  double ss = 0, mn = 1e30, mx = -1e30;
+  for (float v : h) ss += (v - m) * (v - m), mn = std::min<double>(mn, v), mx = std::max<double>(mx, v);
+  CHECK(close(sum(x).get<float>()[0], s, 1e-5));
+  CHECK(close(x.sum().get<float>()[0], s, 1e-5));
+  CHECK(close(mean(x).get<float>()[0], m, 1e-5));
+  CHECK(close(var(x).get<float>()[0], ss / double(n), 1e-4));
+  CHECK(close(var(x, {}, false, {.ddof = 1}).get<float>()[0], ss / double(n - 1), 1e-4));
+  CHECK(close(x.std().get<float>()[0], std::sqrt(ss / double(n)), 1e-4));
+  CHECK(min(x).get<float>()[0] == float(mn));
+  CHECK(x.max().get<float>()[0] == float(mx));
+  CHECK(sum(x).dtype() == float32);
+  CHECK(close(linalg::norm(x).get<float>()[0], std::sqrt([&] { double q = 0; for (float v : h) q += double(v) * v; return q; }()), 1e-5));
+}
+
+TEST_CASE("integer sums are exact with NumPy's dtypes, and wrap when asked", "[ops][gpu]") {
+  auto h = test::random_vector<std::int8_t>(100001);
+  ndarray x = asarray(h);
+  std::int64_t s = 0;
+  std::int8_t wrapped = 0;
+  for (auto v : h) s += v, wrapped = std::int8_t(wrapped + v);
+  ndarray r = sum(x);
+  CHECK(r.dtype() == int64);
+  CHECK(r.get<std::int64_t>()[0] == s);
+  CHECK(sum(x, {}, false, {.dtype = int8}).get<std::int8_t>()[0] == wrapped);
+  auto u = test::random_vector<std::uint16_t>(999);
+  CHECK(sum(asarray(u)).dtype() == uint64);
+  CHECK(mean(x).dtype() == float64);
+  CHECK(count_nonzero(x).get<std::int64_t>()[0] == std::int64_t(h.size()));  // random data is never 0
+}
+
+TEST_CASE("argmin/argmax return the first extreme; NaN propagates as NumPy", "[ops][gpu]") {
+  auto h = test::random_vector<float>(70001);
+  h[500] = 50, h[60000] = 50, h[7] = -50, h[9] = -50;
+  ndarray x = asarray(h);
+  CHECK(argmax(x).get<std::int64_t>()[0] == 500);
+  CHECK(x.argmin().get<std::int64_t>()[0] == 7);
+  h[1234] = std::numeric_limits<float>::quiet_NaN();
+  ndarray y = asarray(h);
+  CHECK(std::isnan(max(y).get<float>()[0]));
+  CHECK(nanmax(y).get<float>()[0] == 50);
+  CHECK(argmax(y).get<std::int64_t>()[0] == 1234);
+  std::vector<float> clean = h;
+  clean[1234] = 0;
+  CHECK(close(nansum(y).get<float>()[0], host_sum(clean), 1e-5));
+  CHECK(close(nanmean(y).get<float>()[0], host_sum(clean) / double(h.size() - 1), 1e-5));
+}
+
+TEST_CASE("reductions along axes, keepdims, members and views", "[ops][gpu]") {
+  const Shape shape{37, 129};
+  auto h = test::random_vector<float>(std::size_t(shape_size(shape)));
+  ndarray x = asarray(h, shape);
+  std::vector<double> rows(37, 0), cols(129, 0);
+  for (int i = 0; i < 37; ++i)
+    for (int j = 0; j < 129; ++j) rows[std::size_t(i)] += h[std::size_t(i * 129 + j)], cols[std::size_t(j)] += h[std::size_t(i * 129 + j)];
+  auto r = x.sum(1).get<float>();
+  auto c = x.T().sum(1, true);
+  CHECK(c.shape() == Shape{129, 1});
+  auto cv = c.get<float>();
+  for (int i = 0; i < 37; ++i) CHECK(close(r[std::size_t(i)], rows[std::size_t(i)]));
+  for (int j = 0; j < 129; ++j) CHECK(close(cv[std::size_t(j)], cols[std::size_t(j)]));
+  CHECK(all_of(x).get<bool>()[0]);
+  CHECK(any(x, 0).get<bool>() == std::vector<bool>(129, true));
+  CHECK(prod(asarray<float>({}), {}, false).get<float>()[0] == 1);
+  CHECK_THROWS_WITH(max(asarray<float>({})), Catch::Contains("zero-size array to reduction operation maximum"));
+  CHECK_THROWS_WITH(argmax(empty({0}, float32)), Catch::Contains("attempt to get argmax of an empty sequence"));
+  CHECK(close(linalg::norm(x, 1.0, 1).get<float>()[3], [&] { double q = 0; for (int j = 0; j < 129; ++j) q += std::abs(h[std::size_t(3 * 129 + j)]); return q; }()));
+  CHECK(linalg::norm(x, INFINITY).get<float>()[0] > 0);
+}

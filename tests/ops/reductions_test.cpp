@@ -1,0 +1,64 @@
+// Built-in reductions: the checks that come before any device work, and every built-in
+// kernel compiled for sm_90 for every dtype class.
+#include <catch2/catch.hpp>
+
+#include "kiln/cache/compile_cache.hpp"
+#include "kiln/kiln.hpp"
+#include "support/test_support.hpp"
+
+using namespace kiln;
+
+namespace {
+// A size-0 array view with no memory: reductions check it without a GPU.
+ndarray no_memory(const Shape& s, dtype t) {
+  return ndarray(nullptr, s, c_strides(s, std::int64_t(t.itemsize())), 0, t);
+}
+}  // namespace
+
+TEST_CASE("built-in reductions check axes, dtypes and empty inputs before the device", "[ops]") {
+  ndarray a = no_memory({0, 2, 3}, float32);
+  KILN_CHECK_THROWS(sum(a, 3), ValueError, Catch::Equals("axis 3 is out of bounds for array of dimension 3"));
+  KILN_CHECK_THROWS(a.sum(-4), ValueError, Catch::Contains("axis -4 is out of bounds"));
+  KILN_CHECK_THROWS(mean(a, {0, -3}), ValueError, Catch::Contains("duplicate value in 'axis'"));
+  KILN_CHECK_THROWS(max(a), ValueError, Catch::Contains("zero-size array to reduction operation maximum which has no identity"));
+  KILN_CHECK_THROWS(a.min(0), ValueError, Catch::Contains("operation minimum"));
+  KILN_CHECK_THROWS(argmax(a, 0), ValueError, Catch::Contains("attempt to get argmax of an empty sequence"));
+  KILN_CHECK_THROWS(argmin(a, {0, 1}), TypeError, Catch::Contains("one axis"));
+  KILN_CHECK_THROWS(max(no_memory({0}, complex64)), TypeError, Catch::Contains("complex"));
+  KILN_CHECK_THROWS(all_of(a, {}, false, {.dtype = float64}), TypeError, Catch::Contains("takes no dtype"));
+  KILN_CHECK_THROWS(sum(a, 0, false, {.out = no_memory({0, 3}, float32)}), ShapeError, Catch::Contains("(2, 3)"));
+  KILN_CHECK_THROWS(linalg::norm(a, 3.0, 1), ValueError, Catch::Contains("ord=3"));
+  KILN_CHECK_THROWS(linalg::norm(no_memory({0, 2}, float32), 1.0), ValueError, Catch::Contains("matrix norm"));
+  KILN_CHECK_THROWS(linalg::norm(no_memory({0}, float32), "fro"), ValueError, Catch::Contains("'fro' for vectors"));
+}
+
+TEST_CASE("every built-in reduction compiles for sm_90 for every dtype class", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  const std::vector<std::pair<dtype, dtype>> pairs = {
+      {bool_, int64}, {int8, int64}, {uint32, uint64}, {float16, float16}, {bfloat16, float32},
+      {float32, float32}, {float64, float64}, {complex64, complex64}};
+  for (const ReductionKernel* k : ops::builtin_reductions()) {
+    for (auto [in, out] : pairs) {
+      const std::string n = k->name();
+      const bool ordered = n.find("min") != std::string::npos || n.find("max") != std::string::npos ||
+                           n == "kiln_var" || n == "kiln_std";
+      if (in.is_complex() && ordered) continue;
+      const dtype o = n == "kiln_argmin" || n == "kiln_argmax" || n == "kiln_count_nonzero" ? int64
+                      : n == "kiln_all" || n == "kiln_any"                                   ? bool_
+                                                                                             : out;
+      std::vector<dtype> dts{in};
+      if (n == "kiln_var" || n == "kiln_std") dts.push_back(int64);
+      dts.push_back(o);
+      INFO(n << " " << in.name());
+      // One contiguous-row and one strided/outer variant each (every strategy: reduction_kernel_test).
+      auto specs = k->specs({.dtypes = dts, .scalar_inputs = dts.size() == 3 ? std::vector<int>{1} : std::vector<int>{},
+                             .max_ndim = 1, .index64 = false});
+      for (std::size_t s : {std::size_t(0), specs.size() - 1}) {
+        auto req = k->compile_request(specs[s], 90);
+        INFO(req.source);
+        CHECK_NOTHROW(cache::compile_cached(req));
+      }
+    }
+  }
+}
