@@ -11,3 +11,6 @@
 #include "kiln/runtime/stream.hpp"
 #include "kiln/ops/creation.hpp"
 #include "kiln/ops/elementwise_kernel.hpp"
+#include "kiln/ops/linalg.hpp"
+#include "kiln/ops/random.hpp"
+#include "kiln/ops/sort.hpp"
