@@ -99,6 +99,16 @@ Buffer::Buffer(std::size_t bytes, int device, Stream stream)
   ptr_ = get_memory_pool(device).allocate(bytes, stream_.handle());
 }
 
-Buffer::~Buffer() { get_memory_pool(device_).deallocate(ptr_, stream_.handle()); }
+Buffer::Buffer(void* ptr, std::size_t bytes, int device, std::function<void()> release)
+    : ptr_(ptr), bytes_(bytes), device_(device), stream_(Stream::borrow(nullptr, device)),
+      release_(release ? std::move(release) : [] {}) {}
+
+Buffer::~Buffer() {
+  if (release_) {
+    release_();
+    return;
+  }
+  get_memory_pool(device_).deallocate(ptr_, stream_.handle());
+}
 
 }  // namespace kiln

@@ -14,3 +14,5 @@
 #include "kiln/ops/linalg.hpp"
 #include "kiln/ops/random.hpp"
 #include "kiln/ops/sort.hpp"
+#include "kiln/ops/dlpack.hpp"
+#include "kiln/ops/profiler.hpp"

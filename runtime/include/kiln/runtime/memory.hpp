@@ -7,6 +7,7 @@
 //   std::size_t live = pool.used_bytes(), held = pool.total_bytes();
 //   pool.free_all_blocks();   // give cached blocks back to the driver
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include <cuda_runtime_api.h>
@@ -46,6 +47,9 @@ MemoryPool& get_memory_pool(int device);
 class Buffer {
  public:
   Buffer(std::size_t bytes, int device, Stream stream);
+  /// Memory kiln does not own (e.g. a DLPack import): `release` runs instead of a pool free
+  /// when the last array using it goes away. Touches no device.
+  Buffer(void* ptr, std::size_t bytes, int device, std::function<void()> release);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -58,6 +62,7 @@ class Buffer {
   std::size_t bytes_;
   int device_;
   Stream stream_;
+  std::function<void()> release_;  // set for memory kiln does not own
 };
 
 }  // namespace kiln
