@@ -3,9 +3,10 @@
 side-by-side table with ratios.
 
     .gpu/kiln_bench > bench.json && python3 bench/compare_cupy.py bench.json [combined.json]
+    .gpu/kiln_lib_bench > lib.json && python3 bench/compare_cupy.py bench.json combined.json --also lib.json
 
-Each case in kiln's JSON has a name, a metric ("GB/s" higher is better, "us" or "ms" lower is
-better) and a value. Bandwidth counts bytes read plus bytes written.
+Each case in kiln's JSON has a name, a metric ("GB/s" and "TFLOP/s" higher is better, "us" or
+"ms" lower is better) and a value. Files after --also (kiln_lib_bench's JSON) add their cases. Bandwidth counts bytes read plus bytes written.
 """
 import json
 import os
@@ -165,9 +166,48 @@ void my_add(const float* x1, const float* x2, float* y) {
     return out
 
 
+def cupy_library_cases():
+    """The library-backed cases of kiln_lib_bench: sort, SVD, matmul (FP32 and TF32)."""
+    out = {}
+    rs = cp.random.default_rng(1)
+    n = 50_000_000
+    x = rs.random(n, dtype=cp.float32)
+    out["sort_50M_f32"] = ("ms", device_ms(lambda: cp.sort(x)))
+    del x
+    x = cp.sin(cp.arange(n, dtype=cp.float64))
+    out["sort_50M_f64_sine"] = ("ms", device_ms(lambda: cp.sort(x)))
+    del x
+    a = cp.random.default_rng(3).uniform(-1, 1, (1000, 1000))
+    out["svd_1000_f64"] = ("ms", device_ms(lambda: cp.linalg.svd(a), warmup=1, repeats=5))
+    del a
+    m = 8192
+    a, b = rs.random((m, m), dtype=cp.float32), rs.random((m, m), dtype=cp.float32)
+    out["matmul_8192_f32_fp32"] = ("TFLOP/s", 2 * m**3 / (device_ms(lambda: a @ b, 2, 10) * 1e-3) / 1e12)
+    del a, b
+    # CuPy reads CUPY_TF32 at import: time TF32 in a child process.
+    import subprocess
+    code = ("import cupy as cp, sys; sys.path.insert(0, %r); from compare_cupy import device_ms; "
+            "m = 8192; rs = cp.random.default_rng(1); a = rs.random((m, m), dtype=cp.float32); "
+            "b = rs.random((m, m), dtype=cp.float32); "
+            "print(2 * m**3 / (device_ms(lambda: a @ b, 2, 10) * 1e-3) / 1e12)"
+            % os.path.dirname(os.path.abspath(__file__)))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, CUPY_TF32="1"))
+    if res.returncode == 0:
+        out["matmul_8192_f32_tf32"] = ("TFLOP/s", float(res.stdout.strip().splitlines()[-1]))
+    return out
+
+
 def main():
-    kiln = {c["name"]: c for c in json.load(open(sys.argv[1]))["cases"]}
+    args = sys.argv[1:]
+    also = args[args.index("--also") + 1:] if "--also" in args else []
+    args = args[:args.index("--also")] if "--also" in args else args
+    kiln = {c["name"]: c for c in json.load(open(args[0]))["cases"]}
+    for path in also:
+        kiln.update({c["name"]: c for c in json.load(open(path))["cases"]})
     cupy = cupy_cases()
+    if also:
+        cupy.update(cupy_library_cases())
     copy_kiln = kiln.get("copy_2GiB", {}).get("value")
     copy_cupy = cupy["copy_2GiB"][1]
     rows = []
@@ -183,8 +223,8 @@ def main():
                          cupy_over_copy=(cv / copy_cupy if unit == "GB/s" and cv else None)))
         fmt = lambda v: f"{v:10.3f}" if isinstance(v, (int, float)) else f"{'-':>10}"
         print(f"{name:34} {unit:5} {fmt(kv)} {fmt(cv)} {fmt(ratio)} {fmt(vs_copy)}")
-    if len(sys.argv) > 2:
-        json.dump(dict(kiln=list(kiln.values()), rows=rows), open(sys.argv[2], "w"), indent=1)
+    if len(args) > 1:
+        json.dump(dict(kiln=list(kiln.values()), rows=rows), open(args[1], "w"), indent=1)
 
 
 if __name__ == "__main__":

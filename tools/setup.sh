@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ libfmt-dev libspdlog-dev catch2 libxxhash-dev libcli11-dev nlohmann-json3-dev)
+packages=(cmake g++ libfmt-dev libspdlog-dev catch2 libxxhash-dev libcli11-dev nlohmann-json3-dev
+          libdlpack-dev liblapack-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

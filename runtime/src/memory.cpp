@@ -99,13 +99,21 @@ Buffer::Buffer(std::size_t bytes, int device, Stream stream)
   ptr_ = get_memory_pool(device).allocate(bytes, stream_.handle());
 }
 
+Buffer::Buffer(void* ptr, std::size_t bytes, int device, std::function<void()> release)
+    : ptr_(ptr), bytes_(bytes), device_(device), stream_(Stream::borrow(nullptr, device)),
+      release_(release ? std::move(release) : [] {}) {}
+
 std::shared_ptr<Buffer> Buffer::borrow(void* ptr, std::size_t bytes, int device,
                                        std::shared_ptr<const void> owner) {
-  return std::shared_ptr<Buffer>(new Buffer(ptr, bytes, device, std::move(owner)));
+  return std::make_shared<Buffer>(ptr, bytes, device, [owner = std::move(owner)] {});
 }
 
 Buffer::~Buffer() {
-  if (!borrowed_) get_memory_pool(device_).deallocate(ptr_, stream_.handle());
+  if (release_) {
+    release_();
+    return;
+  }
+  get_memory_pool(device_).deallocate(ptr_, stream_.handle());
 }
 
 }  // namespace kiln

@@ -21,3 +21,8 @@
 #include "kiln/ops/reduction_kernel.hpp"
 #include "kiln/ops/reductions.hpp"
 #include "kiln/ops/linalg.hpp"
+#include "kiln/ops/linalg_norm.hpp"
+#include "kiln/ops/random.hpp"
+#include "kiln/ops/sort.hpp"
+#include "kiln/ops/dlpack.hpp"
+#include "kiln/ops/profiler.hpp"

@@ -7,6 +7,7 @@
 //   std::size_t live = pool.used_bytes(), held = pool.total_bytes();
 //   pool.free_all_blocks();   // give cached blocks back to the driver
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include <cuda_runtime_api.h>
@@ -46,8 +47,11 @@ MemoryPool& get_memory_pool(int device);
 class Buffer {
  public:
   Buffer(std::size_t bytes, int device, Stream stream);
-  /// Device memory kiln does not own (e.g. a module's __device__ variable): never freed;
-  /// `owner` (the module) is kept alive as long as the buffer.
+  /// Memory kiln does not own (e.g. a DLPack import): `release` runs instead of a pool free
+  /// when the last array using it goes away. Touches no device.
+  Buffer(void* ptr, std::size_t bytes, int device, std::function<void()> release);
+  /// The same, keeping `owner` (e.g. the module a __device__ variable lives in) alive as long
+  /// as the buffer.
   static std::shared_ptr<Buffer> borrow(void* ptr, std::size_t bytes, int device,
                                         std::shared_ptr<const void> owner);
   ~Buffer();
@@ -62,11 +66,7 @@ class Buffer {
   std::size_t bytes_;
   int device_;
   Stream stream_;
-  std::shared_ptr<const void> owner_;  // set for borrowed memory
-  bool borrowed_ = false;
-  Buffer(void* ptr, std::size_t bytes, int device, std::shared_ptr<const void> owner)
-      : ptr_(ptr), bytes_(bytes), device_(device), stream_(Stream::borrow(nullptr, device)),
-        owner_(std::move(owner)), borrowed_(true) {}
+  std::function<void()> release_;  // set for memory kiln does not own
 };
 
 }  // namespace kiln

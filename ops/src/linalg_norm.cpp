@@ -1,4 +1,4 @@
-#include "kiln/ops/linalg.hpp"
+#include "kiln/ops/linalg_norm.hpp"
 
 #include <cmath>
 #include <memory>
