@@ -7,7 +7,7 @@
 #include "sample_util.hpp"
 
 int main() try {
-  if (sample::no_gpu("devices_streams")) return 0;
+  if (sample::no_gpu("devices_streams")) return sample::kSkipped;
   bool ok = true;
   const int count = kiln::device_count();
   for (int dev = 0; dev < count; ++dev) {

@@ -8,7 +8,7 @@
 #include "sample_util.hpp"
 
 int main() try {
-  if (sample::no_gpu("ones_2gb")) return 0;
+  if (sample::no_gpu("ones_2gb")) return sample::kSkipped;
   const std::int64_t n = std::int64_t(1) << 28;  // 2 GiB of float64
   std::vector<double> host;
   auto cpu = kiln::profiler::benchmark([&] { host.assign(std::size_t(n), 1.0); },

@@ -7,10 +7,14 @@
 
 namespace sample {
 
-/// True (after saying so) when there is no GPU: the sample then exits 0 without GPU work.
+/// Exit status of a sample that could not do its work here (ctest reports it SKIPPED).
+inline constexpr int kSkipped = 77;
+
+/// True (after saying so) when there is no GPU: the sample then exits kSkipped without GPU
+/// work, never 0, so nothing reports it as having run.
 inline bool no_gpu(const char* name) {
   if (kiln::device_count() > 0) return false;
-  std::printf("%s: no GPU here (%s); this sample needs one, so it stops.\n", name,
+  std::printf("SKIPPED: %s: no GPU here (%s); this sample needs one.\n", name,
               kiln::no_device_reason().c_str());
   return true;
 }

@@ -14,7 +14,7 @@
 #include "sample_util.hpp"
 
 int main(int argc, char** argv) try {
-  if (sample::no_gpu("sort_crossover")) return 0;
+  if (sample::no_gpu("sort_crossover")) return sample::kSkipped;
   const std::string dir = argc > 1 ? argv[1] : ".";
   const std::int64_t sizes[] = {1000, 3000, 10000, 30000, 100000, 300000, 1000000,
                                 3000000, 10000000, 50000000};

@@ -11,7 +11,7 @@
 #include "sample_util.hpp"
 
 int main() try {
-  if (sample::no_gpu("sort_normalize_50m")) return 0;
+  if (sample::no_gpu("sort_normalize_50m")) return sample::kSkipped;
   const std::int64_t rows = 50000, cols = 1000, n = rows * cols;
   auto rng = kiln::random::default_rng(2025);
   static const kiln::ElementwiseKernel normalize("float64 x, float64 row_max", "float64 z",

@@ -19,7 +19,7 @@ using dgesvd_t = void (*)(const char*, const char*, const int*, const int*, doub
                           int*);
 
 int main() try {
-  if (sample::no_gpu("svd_cpu_gpu")) return 0;
+  if (sample::no_gpu("svd_cpu_gpu")) return sample::kSkipped;
   const int n = 1000;
   std::mt19937_64 gen(2024);
   std::uniform_real_distribution<double> u(-1, 1);

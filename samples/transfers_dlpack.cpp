@@ -8,7 +8,7 @@
 #include "sample_util.hpp"
 
 int main() try {
-  if (sample::no_gpu("transfers_dlpack")) return 0;
+  if (sample::no_gpu("transfers_dlpack")) return sample::kSkipped;
   const std::int64_t n = 32 << 20;  // 256 MiB of float64
   std::vector<double> h(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) h[std::size_t(i)] = double(i % 1000) + 0.25;

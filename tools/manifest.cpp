@@ -168,8 +168,7 @@ std::vector<PrecompileJob> expand_entry(const Manifest& m, const ManifestEntry& 
     if (k.kind != e.kind) continue;
     if (!k.expand)
       throw ManifestError(m.path.string() + ": " + e.label() + ": kind '" + e.kind +
-                          "' is not supported by this build of kiln-cache (it comes with " +
-                          std::string(k.lands_with) + ")");
+                          "' cannot be precompiled from a manifest entry: " + std::string(k.lands_with));
     try {
       auto jobs = k.expand(m, e, arch);
       for (auto& j : jobs) {

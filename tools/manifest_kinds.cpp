@@ -177,6 +177,80 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
   return jobs;
 }
 
+// The dtype bindings of an entry: a list of dtype lists, or one list written flat.
+json bindings_of(const json* bindings) {
+  if (!bindings)
+    throw kiln::ValueError(
+        "missing field 'dtypes' (a list of dtype lists, one per binding to build)");
+  if (!bindings->is_array() || bindings->empty())
+    Fields::bad("dtypes", "a non-empty list of dtype lists, e.g. [[\"float32\", \"float32\"]]");
+  return (*bindings)[0].is_string() ? json::array({*bindings}) : *bindings;
+}
+
+std::vector<PrecompileJob> expand_reduction(const Manifest&, const ManifestEntry& e, int arch) {
+  Fields f(e.json, {"name", "in_params", "out_params", "map_expr", "reduce_expr", "post_map_expr",
+                    "identity", "reduce_type", "preamble", "options", "dtypes", "scalar_inputs",
+                    "max_ndim", "index64"});
+  reduction_options opts;
+  const std::string in = f.str("in_params", true), out = f.str("out_params", true);
+  const std::string map = f.str("map_expr", true), reduce = f.str("reduce_expr", true);
+  const std::string post = f.str("post_map_expr", true), identity = f.str("identity", false);
+  const std::string name = f.str("name", true);
+  opts.reduce_type = f.str("reduce_type", false);
+  opts.preamble = f.str("preamble", false);
+  opts.options = f.strings("options");
+  aot_target base;
+  base.scalar_inputs = f.ints("scalar_inputs");
+  base.max_ndim = f.integer("max_ndim", base.max_ndim);
+  base.index64 = f.boolean("index64", base.index64);
+  const json list = bindings_of(f.take("dtypes"));
+  f.finish();
+  const ReductionKernel k(in, out, map, reduce, post, identity, name, opts);
+  std::vector<PrecompileJob> jobs;
+  for (std::size_t b = 0; b < list.size(); ++b) {
+    aot_target t = base;
+    t.dtypes = dtype_list(list[b], "dtypes[" + std::to_string(b) + "]");
+    for (auto& req : k.compile_requests(t, arch)) {
+      PrecompileJob job;
+      job.request = std::move(req);
+      job.variant = "binding " + std::to_string(b);
+      jobs.push_back(std::move(job));
+    }
+  }
+  return jobs;
+}
+
+std::vector<PrecompileJob> expand_raw(const Manifest& m, const ManifestEntry& e, int arch) {
+  Fields f(e.json, {"code", "file", "name", "name_expressions", "options"});
+  const bool has_code = f.has("code"), has_file = f.has("file");
+  if (has_code == has_file) throw kiln::ValueError("give exactly one of 'code' and 'file'");
+  raw_options opts;
+  opts.options = f.strings("options");
+  opts.name_expressions = f.strings("name_expressions");
+  const std::string name = f.str("name", false);
+  const std::string code = f.str("code", false), file = f.str("file", false);
+  f.finish();
+  const std::filesystem::path path =
+      has_file ? std::filesystem::path(file).is_absolute() ? std::filesystem::path(file)
+                                                           : m.path.parent_path() / file
+               : std::filesystem::path();
+  std::vector<cache::CompileRequest> reqs;
+  if (!name.empty()) {
+    const RawKernel k = has_file ? RawKernel::from_file(path, name, opts) : RawKernel(code, name, opts);
+    reqs = k.compile_requests(arch);
+  } else {
+    const RawModule mod = has_file ? RawModule::from_file(path, opts) : RawModule(code, opts);
+    reqs = mod.compile_requests(arch);
+  }
+  std::vector<PrecompileJob> jobs;
+  for (auto& req : reqs) {
+    PrecompileJob job;
+    job.request = std::move(req);
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
 // An exact recorded compile: what record mode writes. The arch comes from the command line.
 std::vector<PrecompileJob> expand_source(const Manifest&, const ManifestEntry& e, int arch) {
   Fields f(e.json, {"source", "kernel_name", "options", "name_expressions", "made_by", "cache",
@@ -196,8 +270,10 @@ std::vector<PrecompileJob> expand_source(const Manifest&, const ManifestEntry& e
 }
 
 constexpr ManifestKind kKinds[] = {
-    {"elementwise", expand_elementwise, ""}, {"reduction", nullptr, "ReductionKernel"},
-    {"raw", nullptr, "RawKernel/RawModule"}, {"expression", nullptr, "fused array expressions"},
+    {"elementwise", expand_elementwise, ""}, {"reduction", expand_reduction, ""},
+    {"raw", expand_raw, ""}, {"expression", nullptr,
+     "expression text is not parsed; run the program once with KILN_CACHE_RECORD=FILE and "
+     "precompile FILE (its 'source' entries are the exact expression kernels)"},
     {"source", expand_source, ""},
 };
 

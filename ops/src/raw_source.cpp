@@ -224,6 +224,7 @@ cache::CompileRequest RawSource::request(int arch) const {
   req.source = code;
   req.kernel_name = name_expressions.empty() ? origin : name_expressions.front();
   req.options = options;
+  req.kind = "raw";
   req.arch = arch;
   req.name_expressions = name_expressions;
   req.key_extra = headers.digest;

@@ -106,6 +106,7 @@ cache::CompileRequest ReductionKernel::compile_request(const ReductionSpec& spec
   cache::CompileRequest req;
   req.source = source(spec);
   req.kernel_name = def_->name;
+  req.kind = "reduction";
   req.options = def_->nvrtc_options;
   req.arch = arch;
   return req;

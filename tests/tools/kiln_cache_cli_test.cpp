@@ -336,10 +336,9 @@ TEST_CASE("kiln-cache rejects bad manifests with the file, the place and the ent
       {"[{" + ew + R"(, "dtypes": [["float32", "float32"]], "layout": {"layout": "diagonal"}}])",
        "'diagonal'"},
       {"[{" + ew + R"(, "dtypes": [["float32", "float32"]]}, {"kind": "reduction", "name": "s"}])",
-       "entry 2 (reduction 's'): kind 'reduction' is not supported by this build"},
-      {R"([{"kind": "raw", "code": "", "name": "r"}])",
-       "kind 'raw' is not supported by this build"},
-      {R"([{"kind": "expression"}])", "kind 'expression' is not supported by this build"},
+       "entry 2 (reduction 's'): missing field 'in_params'"},
+      {R"([{"kind": "raw", "name": "r"}])", "give exactly one of 'code' and 'file'"},
+      {R"([{"kind": "expression"}])", "kind 'expression' cannot be precompiled from a manifest entry"},
       {R"([{"name": "k"}])", "entry 1: no \"kind\""},
       {R"([42])", "entry 1: an entry is a JSON object"},
       {R"({"kernels": [], "kernals": []})", "unknown top-level field 'kernals'"},
@@ -479,11 +478,18 @@ TEST_CASE("the golden manifest parses: every kind, in format 1", "[tools]") {
   REQUIRE(exact.size() == 1);
   CHECK(exact[0].request.kernel_name == "exact");
   CHECK(exact[0].kind == "elementwise");
-  for (std::size_t i : {2, 3, 4}) {
-    // Kinds this build lacks fail with a clear line (the lead plugs them in at merge).
-    KILN_CHECK_THROWS(kiln::tools::expand_entry(m, m.entries[i], 90), kiln::tools::ManifestError,
-                      Contains("is not supported by this build"));
-  }
+  // A reduction: every strategy and index width its ahead-of-time entry point lists.
+  const auto sums = kiln::tools::expand_entry(m, m.entries[2], 90);
+  CHECK(sums.size() > 4);
+  for (const auto& j : sums) CHECK(j.request.kind == "reduction");
+  // A raw module: one compile keeping both template instantiations.
+  const auto fills = kiln::tools::expand_entry(m, m.entries[3], 90);
+  REQUIRE(fills.size() == 1);
+  CHECK(fills[0].request.name_expressions == std::vector<std::string>{"fill<float>", "fill<double>"});
+  CHECK(fills[0].request.kind == "raw");
+  // Expression text is not parsed: the line says to record the program instead.
+  KILN_CHECK_THROWS(kiln::tools::expand_entry(m, m.entries[4], 90), kiln::tools::ManifestError,
+                    Contains("KILN_CACHE_RECORD"));
   // The sample manifest parses and expands too.
   const auto samples = kiln::tools::read_manifest(fs::path(KILN_TEST_SOURCE_DIR) / ".." /
                                                   "samples" / "kernels.json");
