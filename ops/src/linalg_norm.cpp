@@ -1,4 +1,6 @@
 #include "kiln/ops/linalg_norm.hpp"
+#include "kiln/ops/copying.hpp"
+#include "kiln/ops/reductions.hpp"
 
 #include <cmath>
 #include <memory>
@@ -62,7 +64,19 @@ ndarray run(const ndarray& x, std::optional<double> ord, bool fro, axes axis, bo
   Kind k = two;
   if (ord) {
     const double o = *ord;
-    if (matrix && o != 2) throw ValueError(fmt::format("norm: matrix norm ord={} is not supported (only Frobenius: ord none or \"fro\")", o));
+    if (matrix && (o == 1 || o == -1 || o == INFINITY || o == -INFINITY)) {
+      // NumPy's induced matrix norms: the largest (or smallest) column sum of |x| for ord +-1,
+      // row sum for ord +-inf. Two reductions: the sums keep their axis, then max or min.
+      int rc[2] = {0, 1}, n = 0;
+      for (int d = 0; d < x.ndim() && n < 2; ++d)
+        if (mask >> d & 1) rc[n++] = d;
+      const bool columns = o == 1 || o == -1;
+      const int summed = columns ? rc[0] : rc[1], across = columns ? rc[1] : rc[0];
+      const ndarray sums = run(x, 1.0, false, axes{summed}, true);
+      const ndarray m = o > 0 ? max(sums, axes{across}, true) : min(sums, axes{across}, true);
+      return keepdims ? m : reshape(m, reduced_shape(x.shape(), mask, false));
+    }
+    if (matrix && o != 2) throw ValueError(fmt::format("norm: matrix norm ord={} is not supported (none, \"fro\", 1, -1, inf, -inf)", o));
     if (matrix && o == 2) throw ValueError("norm: the matrix 2-norm (largest singular value) is not supported; use ord none or \"fro\"");
     if (o == 2) k = two;
     else if (o == 1) k = one;

@@ -1,5 +1,7 @@
-// kiln::linalg::solve / inv / det: LU factorization (cusolverDn?getrf) and ?getrs. The
-// row-major buffer of A is A^T column-major: its LU solves A x = b with the transposed solve.
+// kiln::linalg::solve / inv / det: LU factorization (cusolverDn?getrf) and ?getrs. A is copied
+// into column-major order first (the row-major buffer of A^T), so the factorization, its
+// pivots and its zero pivots are LAPACK's on A, as in NumPy: a matrix NumPy calls singular is
+// singular here too (factoring A^T instead rounds differently).
 #include <fmt/format.h>
 
 #include "kiln/ops/linalg.hpp"
@@ -58,6 +60,12 @@ void check_info(const char* op, const ndarray& info) {
                                   codes[0], codes[1]));
 }
 
+// The n x n matrix A in dtype t, column-major (C-contiguous A^T), for cuSOLVER.
+ndarray column_major(const ndarray& a, dtype t) {
+  const ndarray at = a.T();
+  return at.dtype() == t ? at.copy() : at.astype(t);
+}
+
 }  // namespace
 
 ndarray solve(const ndarray& a, const ndarray& b) {
@@ -74,14 +82,14 @@ ndarray solve(const ndarray& a, const ndarray& b) {
                            detail::solver_dtype("solve", b.dtype())));
   const std::int64_t nrhs = b.ndim() == 1 ? 1 : b.shape()[1];
   if (n == 0 || nrhs == 0) return ndarray(b.shape(), t);
-  ndarray lu = a.dtype() == t ? a.copy() : a.astype(t);
+  ndarray lu = column_major(a, t);
   ndarray bt = b.dtype() == t ? b : b.astype(t);
   // Column-major B (n x nrhs) is the row-major buffer of B^T.
   ndarray x = b.ndim() == 1 ? bt.copy() : bt.T().copy();
   ndarray pivots({n}, int32);
   ndarray info = zeros({2}, int32);
   factorize(lu, pivots, info);
-  back_substitute(lu, pivots, CUBLAS_OP_T, x, int(nrhs), info);
+  back_substitute(lu, pivots, CUBLAS_OP_N, x, int(nrhs), info);
   check_info("solve", info);
   return b.ndim() == 1 ? x : x.T().copy();
 }
@@ -91,16 +99,16 @@ ndarray inv(const ndarray& a) {
   const dtype t = detail::solver_dtype("inv", a.dtype());
   const std::int64_t n = a.shape()[0];
   if (n == 0) return ndarray({0, 0}, t);
-  ndarray lu = a.dtype() == t ? a.copy() : a.astype(t);
-  // getrf of A^T and a plain solve against I give inv(A^T) = inv(A)^T column-major, which
-  // read row-major is inv(A).
+  ndarray lu = column_major(a, t);
+  // Solving A X = I column-major gives inv(A) column-major: its buffer read row-major is
+  // inv(A)^T.
   ndarray x = detail::eye(n, t);
   ndarray pivots({n}, int32);
   ndarray info = zeros({2}, int32);
   factorize(lu, pivots, info);
   back_substitute(lu, pivots, CUBLAS_OP_N, x, int(n), info);
   check_info("inv", info);
-  return x;
+  return x.T().copy();
 }
 
 double det(const ndarray& a) {
@@ -108,7 +116,7 @@ double det(const ndarray& a) {
   const dtype t = detail::solver_dtype("det", a.dtype());
   const std::int64_t n = a.shape()[0];
   if (n == 0) return 1.0;
-  ndarray lu = a.dtype() == t ? a.copy() : a.astype(t);  // det(A^T) = det(A)
+  ndarray lu = column_major(a, t);
   ndarray pivots({n}, int32);
   ndarray info = zeros({2}, int32);
   factorize(lu, pivots, info);

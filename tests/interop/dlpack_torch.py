@@ -73,11 +73,13 @@ def main():
         py.PyCapsule_SetName(capsule, b"used_dltensor")  # kiln owns it now
         host = (ctypes.c_double * tensor.numel())()
         torch.cuda.synchronize()
+        # Taken before the import: kiln_probe_import then fills the tensor with 7 through kiln.
+        expected = tensor.double().cpu().reshape(-1).tolist()
         if lib.kiln_probe_import(ctypes.c_void_p(ptr), ctypes.c_longlong(tensor.numel()), host,
                                  err, len(err)):
             check(False, f"kiln_probe_import: {err.value.decode()}")
             continue
-        check(list(host) == tensor.double().cpu().reshape(-1).tolist(),
+        check(list(host) == expected,
               f"kiln reads torch's {tensor.dtype} {tuple(tensor.shape)} values")
         check(bool((tensor == 7).all()), f"torch sees kiln's fill on {tensor.dtype}")
 

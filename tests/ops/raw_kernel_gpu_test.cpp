@@ -99,7 +99,7 @@ TEST_CASE("raw kernels launch over 2-D and 3-D grids and blocks", "[ops][raw][gp
     if (x < nx && y < ny && z < nz) out[(z * ny + y) * nx + x] = x + 1000 * y + 1000000 * z; })",
               "where");
   for (auto [grid, block, nz] :
-       {std::tuple{dim3(3, 5), dim3(16, 8), 1}, std::tuple{dim3(2, 3, 4), dim3(8, 4, 2), 7}}) {
+       {std::tuple{dim3(3, 5), dim3(16, 8), 1}, std::tuple{dim3(5, 8, 4), dim3(8, 4, 2), 7}}) {
     const int nx = 37, ny = 29;
     ndarray out = poisoned({nz, ny, nx}, int32);
     k(grid, block, out, nx, ny, nz);
@@ -144,7 +144,8 @@ template <class T, class U> __global__ void axpy(T* y, const U* x, T a, int n) {
   ndarray y = asarray<float>(hy), x = asarray<double>(hx);
   m.get_function("axpy<float,double>")(dim3(4), dim3(256), y, x, 1.5f, n);
   std::vector<float> want(n);
-  for (int i = 0; i < n; ++i) want[i] = hy[i] + 1.5f * float(hx[i]);
+  // The device contracts y + a * x into one fused multiply-add.
+  for (int i = 0; i < n; ++i) want[i] = std::fma(1.5f, float(hx[i]), hy[i]);
   CHECK(y.get<float>() == want);
   CHECK(m.lowered_name("axpy< double , float >").starts_with("_Z4axpyIdfEv"));
   KILN_CHECK_THROWS(

@@ -120,7 +120,8 @@ TEST_CASE("reductions cover odd sizes, 1-element axes, keepdims, 0-d and empty a
   ReductionKernel mx("T x", "T y", "x", "a > b ? a : b", "y = a", "", "test_max");
   CHECK_THROWS_WITH(mx(empty0, reduce_options{.axis = 0}),
                     Catch::Contains("zero-size array to reduction operation test_max which has no identity"));
-  CHECK(mx(empty0, reduce_options{.axis = 1}).size() == 0);
+  const ndarray none = mx(empty0, reduce_options{.axis = 1});  // nothing to reduce into
+  CHECK(none.shape() == Shape{0});
 }
 
 TEST_CASE("with no identity a non-empty reduction gives the true result (CuPy gives 0)", "[ops][gpu]") {

@@ -2,6 +2,8 @@
 // integers), NumPy's dtypes and NaN rules.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -95,5 +97,14 @@ TEST_CASE("reductions along axes, keepdims, members and views", "[ops][gpu]") {
   CHECK_THROWS_WITH(max(asarray<float>({})), Catch::Contains("zero-size array to reduction operation maximum"));
   CHECK_THROWS_WITH(argmax(empty({0}, float32)), Catch::Contains("attempt to get argmax of an empty sequence"));
   CHECK(close(linalg::norm(x, 1.0, 1).get<float>()[3], [&] { double q = 0; for (int j = 0; j < 129; ++j) q += std::abs(h[std::size_t(3 * 129 + j)]); return q; }()));
-  CHECK(linalg::norm(x, INFINITY).get<float>()[0] > 0);
+  // Induced matrix norms: largest row sum (inf), smallest column sum (-1).
+  std::vector<double> row_sums(37, 0.0), col_sums(129, 0.0);
+  for (int i = 0; i < 37; ++i)
+    for (int j = 0; j < 129; ++j) {
+      const double a = std::abs(double(h[std::size_t(i * 129 + j)]));
+      row_sums[std::size_t(i)] += a, col_sums[std::size_t(j)] += a;
+    }
+  CHECK(close(linalg::norm(x, INFINITY).get<float>()[0], *std::max_element(row_sums.begin(), row_sums.end())));
+  CHECK(close(linalg::norm(x, -1.0).get<float>()[0], *std::min_element(col_sums.begin(), col_sums.end())));
+  CHECK(linalg::norm(x, INFINITY, {}, true).shape() == Shape{1, 1});
 }

@@ -52,7 +52,6 @@ ndarray dot(const ndarray& a, const ndarray& b, const matmul_options& options = 
 enum class svd_method {
   automatic,  // kiln's choice (see bench/README.md)
   gesvd,      // QR iteration (LAPACK's gesvd): the reference
-  gesvdj,     // one-sided Jacobi, to machine precision
   gesvdp,     // polar decomposition (cusolverDnXgesvdp)
 };
 

@@ -7,8 +7,9 @@
 //
 // ord: none or 2 (sqrt of the sum of |x|^2; over two axes: Frobenius), 1 (sum |x|), inf
 // (max |x|), -inf (min |x|), 0 (count of non-zeros). Over two axes (or a 2-D array with every
-// axis) only none (Frobenius): NumPy's matrix 1/inf/2 norms are not vector reductions
-// and raise ValueError here. Result dtype: float64 for ints and bool, the real type of
+// axis): none or "fro" (Frobenius), 1 / -1 (largest / smallest column sum of |x|), inf / -inf
+// (largest / smallest row sum); the matrix 2-norm (a singular value) raises ValueError.
+// Result dtype: float64 for ints and bool, the real type of
 // complex inputs, the input's float type otherwise (float16 accumulates in float32).
 #include <optional>
 #include <string_view>
