@@ -36,7 +36,16 @@ build() {
 # (samples/kernels.json) for sm_90 into the kernel cache with the kiln-cache CLI.
 demo() {
   if "$build_dir/tools/kiln-cache" devices; then
+    # The tour: the README kernel, then CuPy's introduction sample by sample (each checks
+    # its own results and exits non-zero when they are wrong).
     "$build_dir/samples/tour"
+    for s in ones_2gb chain_inplace svd_cpu_gpu devices_streams sort_normalize_50m custom_kernels \
+             fused_vs_unfused transfers_dlpack; do
+      echo "== samples/$s"
+      "$build_dir/samples/$s"
+    done
+    echo "== samples/sort_crossover"
+    "$build_dir/samples/sort_crossover" "$build_dir"
   else
     echo "kiln demo: no GPU, so precompiling the samples' kernels for sm_90 with kiln-cache instead:"
     "$build_dir/tools/kiln-cache" precompile samples/kernels.json --arch 90 --jobs "${KILN_JOBS:-2}"

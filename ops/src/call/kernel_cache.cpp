@@ -43,7 +43,10 @@ LoadedKernel compile_and_load(int device, MakeRequest make, const void* context,
     out.max_threads_per_block = out.function.max_threads_per_block();
   }
   out.lowered_names = std::move(bin.lowered_names);
-  if (const auto g = out.module->global("kiln_partial_bytes")) out.partial_bytes = g->second;
+  // Split reductions size their partials from this global (their reduce type may be a user
+  // struct); asked only of modules that have it, so other loads make no failing driver call.
+  if (bin.cubin.find("kiln_partial_bytes") != std::string::npos)
+    if (const auto g = out.module->global("kiln_partial_bytes")) out.partial_bytes = g->second;
   return out;
 }
 
