@@ -182,7 +182,7 @@ template <> struct kiln_traits<__nv_bfloat16> {
 
 constexpr const char* kComplex = R"KILN(
 // complex<float> / complex<double>: kiln's own type, layout-compatible with std::complex
-// (two values, aligned to their sum). Parsing <cuda/std/complex> costs NVRTC ~1.4 s per kernel.
+// (two values, aligned to their sum). libcu++'s complex header cost NVRTC ~1 s per kernel.
 // Arithmetic is NumPy's: textbook * (no C99 Annex G recovery of infinities), Smith's scaled
 // division. Inverse trigonometric functions use Kahan's formulas ("Branch cuts for complex
 // elementary functions", 1987), so branch cuts follow the sign of zero as C99 and NumPy do.
