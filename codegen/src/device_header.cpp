@@ -489,7 +489,8 @@ template <class kiln_V> __device__ complex<kiln_V> atanh(const complex<kiln_V>& 
     // atanh z = 1/z + i pi/2 sign(y) + O(1/z^3).
     const kiln_V kiln_h = hypot(kiln_ax, kiln_ay);
     const kiln_V kiln_re = isinf(kiln_h) ? kiln_V(0) : (kiln_ax / kiln_h) / kiln_h;
-    return kiln_C(copysign(kiln_re, kiln_x), copysign(kiln_half_pi, kiln_y));
+    const kiln_V kiln_im = isinf(kiln_h) ? kiln_V(0) : (kiln_ay / kiln_h) / kiln_h;
+    return kiln_C(copysign(kiln_re, kiln_x), copysign(kiln_half_pi - kiln_im, kiln_y));
   }
   const kiln_V kiln_d = (kiln_V(1) - kiln_ax) * (kiln_V(1) - kiln_ax) + kiln_ay * kiln_ay;
   const kiln_V kiln_re = kiln_V(0.25) * log1p(kiln_V(4) * kiln_ax / kiln_d);
