@@ -175,18 +175,18 @@ void check_functions() {
 }  // namespace
 
 TEST_CASE("complex arithmetic matches std::complex, division at extreme magnitudes too",
-          "[gpu][codegen]") {
+          "[gpu][ops][complex]") {
   SECTION("complex64") { check_binary_arithmetic<float>(); }
   SECTION("complex128") { check_binary_arithmetic<double>(); }
 }
 
 TEST_CASE("complex functions match std::complex within their norm-wise ULP bounds",
-          "[gpu][codegen]") {
+          "[gpu][ops][complex]") {
   SECTION("complex64") { check_functions<float>(); }
   SECTION("complex128") { check_functions<double>(); }
 }
 
-TEST_CASE("complex kernels divide like NumPy at zero and keep signed zeros", "[gpu][codegen]") {
+TEST_CASE("complex kernels divide like NumPy at zero and keep signed zeros", "[gpu][ops][complex]") {
   typedef std::complex<double> C;
   const double inf = std::numeric_limits<double>::infinity();
   const auto got = run<double>("x / y", {C(1, 2), C(-3, 0.5), C(0, 0)}, {C(0, 0), C(0, 0), C(0, 0)});
