@@ -149,6 +149,14 @@ void my_add(const float* x1, const float* x2, float* y) {
     raw_cold((5,), (5,), (r1, r2, ry))
     cp.cuda.Stream.null.synchronize()
     out["raw_cold_compile_ms"] = ("ms", (time.perf_counter() - t0) * 1e3)
+    # The same for a complex64 kernel (kiln's cold_compile_complex64_ms): the same operation.
+    xc, yc = cp.asarray([1.5 - 2j], cp.complex64), cp.asarray([0.5 + 3j], cp.complex64)
+    kcc = cp.ElementwiseKernel("complex64 x, complex64 y", "complex64 z",
+                               f"z = x * y + conj(x); /* nonce {nonce} */", "cold_c64_" + nonce)
+    t0 = time.perf_counter()
+    kcc(xc, yc)
+    cp.cuda.Stream.null.synchronize()
+    out["cold_compile_complex64_ms"] = ("ms", (time.perf_counter() - t0) * 1e3)
     # Reductions (issue 7): bytes read over time, as kiln_bench counts them.
     n = 1 << 28
     xr = rs.random(n, dtype=cp.float32) * 2 - 1

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -161,6 +162,12 @@ const ElementwiseKernel& add_kernel() {
 ElementwiseKernel cold_kernel(const std::string& nonce) {
   return ElementwiseKernel("float32 x", "float32 z", "z = x * 3 + 1; /* nonce " + nonce + " */",
                            "bench_cold_" + nonce);
+}
+
+// The never-seen complex64 kernel of cold_compile_complex64_ms (the nonce as in cold_kernel).
+ElementwiseKernel cold_complex_kernel(const std::string& nonce) {
+  return ElementwiseKernel("complex64 x, complex64 y", "complex64 z",
+                           "z = x * y + conj(x); /* nonce " + nonce + " */", "bench_cold_c64_" + nonce);
 }
 
 /// Fills `a` (any float dtype, any size) on the device: no host upload.
@@ -396,6 +403,29 @@ void case_cold(const std::string& cache_dir) {
       .add("process_first_call_ms", child.process_first_call_ms);
   if (child.nvrtc_compiles != 0)
     g_errors.push_back(R"({"case": "disk_hit_fresh_process_ms", "error": "the child process ran NVRTC: the disk cache missed"})");
+}
+
+// A never-seen complex64 ElementwiseKernel, cold (NVRTC + load + launch), z = x * y + conj(x):
+// what the device complex type costs NVRTC (issue 9: <= CuPy's complex64 cold compile).
+void case_cold_complex() {
+  char nonce_buf[64];
+  std::snprintf(nonce_buf, sizeof nonce_buf, "%llx_%d",
+                (unsigned long long)clock_type::now().time_since_epoch().count(), int(getpid()));
+  const ElementwiseKernel k = cold_complex_kernel(nonce_buf);
+  typedef std::complex<float> C;
+  ndarray xc = asarray<C>({C(1.5f, -2)}), yc = asarray<C>({C(0.5f, 3)});
+  current_stream().synchronize();
+  auto& st = cache::stats();
+  const auto compiles0 = st.nvrtc_compiles.load();
+  const auto t0 = clock_type::now();
+  ndarray z = k(xc, yc);
+  current_stream().synchronize();
+  const double ms = seconds_since(t0) * 1e3;
+  const C want = C(1.5f, -2) * C(0.5f, 3) + std::conj(C(1.5f, -2));
+  add_case("cold_compile_complex64_ms", "ms", ms)
+      .add("nvrtc_compiles", std::int64_t(st.nvrtc_compiles.load() - compiles0))
+      .add("correct", std::abs(z.get<C>()[0] - want) <= 1e-5f * std::abs(want))
+      .add("target_cupy_ms", 134.0);
 }
 
 // 6. The strided path: z = x.T + y on 8192x8192 float32 (no target; an honest number).
@@ -697,7 +727,18 @@ int compile_check(int arch) {
     if (l2norm_kernel().compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for l2norm");
     ++n;
   }
-  std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d}\n", arch, n);
+  // NVRTC time of one complex64 ElementwiseKernel (contiguous scalar loop), best of 3.
+  double complex_ms = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const ElementwiseKernel kc = cold_complex_kernel("check" + std::to_string(rep));
+    const auto spec = kc.make_spec(std::vector<dtype>{complex64, complex64}, layouts[0]);
+    const auto t0 = clock_type::now();
+    if (kc.compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for a complex kernel");
+    complex_ms = std::min(complex_ms, seconds_since(t0) * 1e3);
+    ++n;
+  }
+  std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d, \"complex64_nvrtc_ms\": %.1f}\n", arch, n,
+              complex_ms);
   return 0;
 }
 
@@ -760,6 +801,7 @@ int main(int argc, char** argv) {
   run_group("strided_transpose_8192sq_f32", case_strided);
   run_group("hit_calls", case_hit_calls);
   run_group("cold", [&] { case_cold(cache_dir); });
+  run_group("cold_complex64", case_cold_complex);
   run_group("raw_kernel", case_raw_kernel);
   run_group("expressions", case_expressions);
   run_group("reductions", case_reductions);

@@ -211,7 +211,7 @@ template <class T> __device__ __forceinline__ auto kiln_angle(T a) {
   else return atan2(T(0), a);
 }
 )"},
-    // Functions cuda::std::complex lacks, from the ones it has.
+    // Functions the device complex type lacks, from the ones it has.
     {"kiln_cmath", R"(template <class T> __device__ __forceinline__ T kiln_exp2(T a) {
   if constexpr (kiln_traits<T>::is_complex) {
     typedef typename T::value_type V;
