@@ -34,9 +34,11 @@ std::unique_ptr<ReductionKernel> make(const reduction_row& row, const char* prea
   std::string map = fmt::format("[&](const T x) {{ return ({}); }}({})", row.map, t.map);
   std::string pre = t.helpers;
   fmt::format_to(std::back_inserter(pre), "typedef {} T;\n{}", b.root->type.device_type(), preamble);
+  reduction_options o;
+  o.reduce_type = row.reduce_type;
+  o.preamble = std::move(pre);
   return std::make_unique<ReductionKernel>(params, "U y", std::move(map), row.reduce, row.post, row.identity,
-                                           fmt::format("{}_expr", row.name),
-                                           reduction_options{.reduce_type = row.reduce_type, .preamble = std::move(pre)});
+                                           fmt::format("{}_expr", row.name), std::move(o));
 }
 
 }  // namespace
