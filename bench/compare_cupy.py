@@ -165,6 +165,17 @@ void my_add(const float* x1, const float* x2, float* y) {
     out["sum_2^28_f32"] = ("GB/s", xr.nbytes / device_ms(lambda: cp.sum(xr, out=o)) / 1e6)
     out["l2norm_kernel_2^28_f32"] = ("GB/s", xr.nbytes / device_ms(lambda: l2(xr, o)) / 1e6)
     out["linalg_norm_2^28_f32"] = ("GB/s", xr.nbytes / device_ms(lambda: cp.linalg.norm(xr)) / 1e6)
+    # Fused reductions (issue 9): CuPy eager (a temporary, then the reduction) and a hand-written
+    # ReductionKernel (its fused best).
+    out["sum_x_times_x_2^28_f32"] = ("GB/s", xr.nbytes / device_ms(lambda: (xr * xr).sum()) / 1e6)
+    sxx = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "sum_xx")
+    out["sum_x_times_x_kernel_2^28_f32"] = ("GB/s", xr.nbytes / device_ms(lambda: sxx(xr, o)) / 1e6)
+    yr = rs.random(n, dtype=cp.float32) * 2 - 1
+    out["linalg_norm_x_minus_y_2^28_f32"] = ("GB/s", 2 * xr.nbytes / device_ms(lambda: cp.linalg.norm(xr - yr)) / 1e6)
+    nd = cp.ReductionKernel("T x, T y", "T z", "(x - y) * (x - y)", "a + b", "z = sqrt(a)", "0", "norm_diff")
+    out["linalg_norm_x_minus_y_kernel_2^28_f32"] = ("GB/s", 2 * xr.nbytes / device_ms(lambda: nd(xr, yr, o)) / 1e6)
+    out["sum_abs_x_minus_y_2^28_f32"] = ("GB/s", 2 * xr.nbytes / device_ms(lambda: cp.abs(xr - yr).sum()) / 1e6)
+    del yr
     m = xr.reshape(16384, 16384)
     rows, cols = cp.empty(16384, cp.float32), cp.empty(16384, cp.float32)
     out["sum_axis1_16384sq_f32"] = ("GB/s", m.nbytes / device_ms(lambda: cp.sum(m, axis=1, out=rows)) / 1e6)

@@ -1,7 +1,9 @@
-// Where does a cache-hit ElementwiseKernel call spend its host time? A SIGPROF sampling
-// profile of a loop of hit calls; prints one sampled program-counter offset per line
-// (relative to this executable's load address, or "other" outside it). Symbolize offline:
-//   hit_path_profile > pcs.txt && grep -v other pcs.txt | addr2line -f -C -e hit_path_profile
+// Where does a cache-hit call spend its host time? A SIGPROF sampling profile of a loop of hit
+// calls of my_kernel (an ElementwiseKernel), or with the argument `expr` of the fused
+// expression `sin(x) * 5 + y * y - 1` written into z; prints one sampled program-counter
+// offset per line (relative to this executable's load address, or "other" outside it).
+// Symbolize offline:
+//   hit_path_profile [expr] > pcs.txt && grep -v other pcs.txt | addr2line -f -C -e hit_path_profile
 #include <link.h>
 #include <signal.h>
 #include <sys/time.h>
@@ -10,6 +12,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include <kiln/kiln.hpp>
@@ -41,13 +44,15 @@ int find_main_object(dl_phdr_info* info, std::size_t, void*) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   if (kiln::device_count() == 0) return std::puts("no GPU"), 0;
+  const bool expression = argc > 1 && std::string_view(argv[1]) == "expr";
   const kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z",
                                   "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
   auto x = kiln::asarray<float>({1.f}), y = kiln::asarray<float>({2.f});
   auto z = kiln::empty({1}, kiln::float32);
   k(x, y, z);
+  kiln::eval_into(kiln::sin(x) * 5 + y * y - 1, z);
   kiln::synchronize_device();
   dl_iterate_phdr(find_main_object, nullptr);
   struct sigaction sa {};
@@ -57,7 +62,10 @@ int main() {
   itimerval t{{0, 200}, {0, 200}};  // every 200 us of CPU time
   setitimer(ITIMER_PROF, &t, nullptr);
   for (int round = 0; round < 4000; ++round) {
-    for (int i = 0; i < 200; ++i) k(x, y, z);
+    if (expression)
+      for (int i = 0; i < 200; ++i) kiln::eval_into(kiln::sin(x) * 5 + y * y - 1, z);
+    else
+      for (int i = 0; i < 200; ++i) k(x, y, z);
     kiln::current_stream().synchronize();
   }
   itimerval off{};

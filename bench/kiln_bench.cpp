@@ -639,6 +639,26 @@ void case_reductions() {
   add_reduction_case("linalg_norm_2^28_f32", bench::median_device_ms([&] { linalg::norm(x); }),
                      double(x.nbytes()), l2_ok);
 
+  // Fused (issue 9): the expression is the reduction's map, one kernel, no temporary array.
+  const bool xx_ok = std::abs(double(sum(xh * xh).get<float>()[0]) - hq) < 1e-3 * (1 + hq);
+  add_reduction_case("sum_x_times_x_2^28_f32", bench::median_device_ms([&] { sum(x * x, {}, false, {.out = out}); }),
+                     double(x.nbytes()), xx_ok)
+      .add("ms_target", 0.28);
+  {
+    ndarray y(Shape{n}, float32);
+    fill_random(y, -1.0, 1.0, 12);
+    const ndarray yh = y(slice(0, 1 << 20));
+    const auto yhead = yh.get<float>();
+    double hd = 0;
+    for (std::size_t k = 0; k < head.size(); ++k) hd += (double(head[k]) - yhead[k]) * (double(head[k]) - yhead[k]);
+    const bool d_ok = std::abs(double(linalg::norm(xh - yh).get<float>()[0]) - std::sqrt(hd)) < 1e-4 * std::sqrt(hd);
+    add_reduction_case("linalg_norm_x_minus_y_2^28_f32", bench::median_device_ms([&] { linalg::norm(x - y); }),
+                       2.0 * double(x.nbytes()), d_ok);
+    add_reduction_case("sum_abs_x_minus_y_2^28_f32",
+                       bench::median_device_ms([&] { sum(kiln::abs(x - y), {}, false, {.out = out}); }),
+                       2.0 * double(x.nbytes()), d_ok);
+  }
+
   const std::int64_t side = 16384;
   ndarray m = x.reshape({side, side});
   ndarray rows = empty({side}, float32), cols = empty({side}, float32);
@@ -726,6 +746,18 @@ int compile_check(int arch) {
   for (const auto& spec : l2norm_kernel().specs({.dtypes = {float32}, .max_ndim = 2})) {
     if (l2norm_kernel().compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for l2norm");
     ++n;
+  }
+  // The fused reductions the benchmark runs (sum(x * x), norm(x - y), sum(abs(x - y))).
+  for (auto [e, r] : {std::pair<expr, const char*>{xf * xf, "sum"}, {xf - yf, "norm2"}, {kiln::abs(xf - yf), "sum"}}) {
+    const ReductionKernel& k = ops::fused_reduction(e, r);
+    std::vector<dtype> dts;
+    for (int j = 0; j < k.nin(); ++j) dts.push_back(k.definition().params[std::size_t(j)].fixed);
+    dts.push_back(float32);
+    const auto specs = k.specs({.dtypes = dts, .max_ndim = 1, .index64 = false});
+    for (std::size_t i : {std::size_t(0), specs.size() - 1}) {
+      if (k.compile_for(specs[i], arch).cubin.empty()) throw std::runtime_error("empty cubin for a fused reduction");
+      ++n;
+    }
   }
   // NVRTC time of one complex64 ElementwiseKernel (contiguous scalar loop), best of 3.
   double complex_ms = 1e30;

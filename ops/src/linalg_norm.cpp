@@ -5,9 +5,11 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include <fmt/format.h>
 
+#include "fused_reduction.hpp"
 #include "kiln/ops/reduction_kernel.hpp"
 #include "kiln/runtime/error.hpp"
 
@@ -19,11 +21,11 @@ constexpr const char* kPreamble = R"KILN(
 template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float> struct kiln_real_of { typedef kiln_V type; };
 template <class kiln_V> struct kiln_real_of<kiln_V, true> { typedef float type; };
 typedef typename kiln_real_of<U>::type kiln_R;
-template <class kiln_V> __device__ __forceinline__ kiln_R kiln_abs(const kiln_V& kiln_v) {
+template <class kiln_V> __device__ __forceinline__ kiln_R kiln_nabs(const kiln_V& kiln_v) {
   if constexpr (kiln_traits<kiln_V>::is_complex) return kiln_R(abs(kiln_v));
   else { const kiln_R kiln_r = kiln_cast<kiln_R>(kiln_v); return kiln_r < kiln_R(0) ? -kiln_r : kiln_r; }
 }
-template <class kiln_V> __device__ __forceinline__ kiln_R kiln_abs2(const kiln_V& kiln_v) {
+template <class kiln_V> __device__ __forceinline__ kiln_R kiln_nabs2(const kiln_V& kiln_v) {
   if constexpr (kiln_traits<kiln_V>::is_complex) return kiln_R(norm(kiln_v));
   else { const kiln_R kiln_r = kiln_cast<kiln_R>(kiln_v); return kiln_r * kiln_r; }
 }
@@ -31,18 +33,23 @@ template <class kiln_V> __device__ __forceinline__ kiln_R kiln_abs2(const kiln_V
 
 enum Kind { two, one, inf, minus_inf, zero, kKinds };
 
+// One row per ord (detail::reduction_row: name, in, map, reduce, post, identity, reduce type);
+// the same row runs an ndarray or, fused, an expression.
+constexpr detail::reduction_row kRows[kKinds] = {
+    {"kiln_norm2", "T x", "kiln_nabs2(x)", "a + b", "y = kiln_cast<U>(sqrt(a))", "0", "kiln_R"},
+    {"kiln_norm1", "T x", "kiln_nabs(x)", "a + b", "y = kiln_cast<U>(a)", "0", "kiln_R"},
+    {"kiln_norm_inf", "T x", "kiln_nabs(x)", "(a != a || a > b) ? a : b", "y = kiln_cast<U>(a)", "0", "kiln_R"},
+    {"kiln_norm_minus_inf", "T x", "kiln_nabs(x)", "(a != a || a < b) ? a : b", "y = kiln_cast<U>(a)", "", "kiln_R"},
+    {"kiln_norm0", "T x", "kiln_R(kiln_nonzero(x) ? 1 : 0)", "a + b", "y = kiln_cast<U>(a)", "0", "kiln_R"},
+};
+
 const ReductionKernel& kernel(Kind k) {
   static std::once_flag once[kKinds];
   static std::unique_ptr<ReductionKernel> made[kKinds];
   std::call_once(once[k], [&] {
-    const reduction_options o{.reduce_type = "kiln_R", .preamble = kPreamble};
-    switch (k) {
-      case two: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_abs2(x)", "a + b", "y = kiln_cast<U>(sqrt(a))", "0", "kiln_norm2", o); break;
-      case one: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_abs(x)", "a + b", "y = kiln_cast<U>(a)", "0", "kiln_norm1", o); break;
-      case inf: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_abs(x)", "(a != a || a > b) ? a : b", "y = kiln_cast<U>(a)", "0", "kiln_norm_inf", o); break;
-      case minus_inf: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_abs(x)", "(a != a || a < b) ? a : b", "y = kiln_cast<U>(a)", "", "kiln_norm_minus_inf", o); break;
-      default: made[k] = std::make_unique<ReductionKernel>("T x", "U y", "kiln_R(kiln_nonzero(x) ? 1 : 0)", "a + b", "y = kiln_cast<U>(a)", "0", "kiln_norm0", o); break;
-    }
+    const auto& r = kRows[k];
+    made[k] = std::make_unique<ReductionKernel>(r.in, "U y", r.map, r.reduce, r.post, r.identity, r.name,
+                                                reduction_options{.reduce_type = r.reduce_type, .preamble = kPreamble});
   });
   return *made[k];
 }
@@ -54,8 +61,10 @@ dtype norm_dtype(dtype t) {
   return t;
 }
 
-ndarray run(const ndarray& x, std::optional<double> ord, bool fro, axes axis, bool keepdims) {
-  if (!x.defined()) throw ValueError("norm: the array is an empty ndarray handle");
+template <class A>
+ndarray run(const A& x, std::optional<double> ord, bool fro, axes axis, bool keepdims) {
+  if constexpr (std::is_same_v<A, ndarray>)
+    if (!x.defined()) throw ValueError("norm: the array is an empty ndarray handle");
   const std::uint64_t mask = axis.mask(x.ndim());
   const int naxes = __builtin_popcountll(mask);
   const bool matrix = axis.is_all() ? x.ndim() == 2 : naxes == 2;
@@ -89,8 +98,20 @@ ndarray run(const ndarray& x, std::optional<double> ord, bool fro, axes axis, bo
   if (k == minus_inf && x.size() == 0 && shape_size(shape) > 0)
     throw ValueError("zero-size array to reduction operation minimum which has no identity");
   ndarray out = empty(shape, norm_dtype(x.dtype()));
-  kernel(k)(x, out, reduce_options{.axis = axis, .keepdims = keepdims});
+  const reduce_options ro{.axis = axis, .keepdims = keepdims};
+  if constexpr (std::is_same_v<A, ndarray>)
+    kernel(k)(x, out, ro);
+  else
+    detail::fused_reduce(kRows[k], kPreamble, x, nullptr, out, ro);
   return out;
+}
+
+template <class A>
+ndarray norm_fro(const A& x, std::string_view ord, axes axis, bool keepdims) {
+  if (ord != "fro") throw ValueError(fmt::format("norm: invalid norm order '{}'", ord));
+  const bool matrix = axis.is_all() ? x.ndim() == 2 : axis.size() == 2;
+  if (!matrix) throw ValueError("norm: invalid norm order 'fro' for vectors");
+  return run(x, std::nullopt, true, axis, keepdims);
 }
 
 }  // namespace
@@ -98,12 +119,28 @@ ndarray run(const ndarray& x, std::optional<double> ord, bool fro, axes axis, bo
 ndarray norm(const ndarray& x, std::optional<double> ord, axes axis, bool keepdims) {
   return run(x, ord, false, axis, keepdims);
 }
-
 ndarray norm(const ndarray& x, std::string_view ord, axes axis, bool keepdims) {
-  if (ord != "fro") throw ValueError(fmt::format("norm: invalid norm order '{}'", ord));
-  const bool matrix = axis.is_all() ? x.ndim() == 2 : axis.size() == 2;
-  if (!matrix) throw ValueError("norm: invalid norm order 'fro' for vectors");
-  return run(x, std::nullopt, true, axis, keepdims);
+  return norm_fro(x, ord, axis, keepdims);
+}
+ndarray norm(const expr& x, std::optional<double> ord, axes axis, bool keepdims) {
+  return run(x, ord, false, axis, keepdims);
+}
+ndarray norm(const expr& x, std::string_view ord, axes axis, bool keepdims) {
+  return norm_fro(x, ord, axis, keepdims);
 }
 
 }  // namespace kiln::linalg
+
+namespace kiln::detail {
+const ReductionKernel* fused_norm_kernel(const expr& e, std::string_view name) {
+  using namespace kiln::linalg;
+  for (int k = 0; k < kKinds; ++k)
+    if (std::string_view(kRows[k].name).substr(5) == name) {
+      expression_binding b;
+      bind_expression(e, b);
+      return &fused_reduction_kernel(kRows[k], kPreamble, b);
+    }
+  return nullptr;
+}
+
+}  // namespace kiln::detail

@@ -437,6 +437,15 @@ std::vector<kernel_arg> expression_leaves(const expr& e) {
   return out;
 }
 
+void detail::bind_expression(const expr& e, expression_binding& b) {
+  detail::Walk w;
+  b.root = detail::fit(e.node_ptr());
+  detail::walk_roots(std::span(&b.root, 1), w);
+  b.key = hash128(w.bytes.data(), w.nbytes);
+  b.nleaves = w.nleaves;
+  std::copy_n(w.leaves.begin(), w.nleaves, b.leaves.begin());
+}
+
 expression_map_text expression_map(const expr& e) {
   detail::Walk w;
   const detail::node_ptr root = detail::fit(e.node_ptr());

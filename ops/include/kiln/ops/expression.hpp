@@ -33,6 +33,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kiln/codegen/kernel_definition.hpp"
 #include "kiln/ops/elementwise_kernel.hpp"
 #include "kiln/ops/expression_op.hpp"
 #include "kiln/ops/kernel_arg.hpp"
@@ -142,6 +143,20 @@ struct expression_map_text {
   std::string helpers;  // device functions `map` calls (file scope)
 };
 expression_map_text expression_map(const expr& e);
+
+namespace detail {
+/// For kernels that take an expression's leaves as their arguments (fused reductions): the
+/// structural key (as expression_key), the tree as run (split if very large; it keeps any
+/// split-off temporaries alive) and its distinct leaves in parameter order. Allocation-free
+/// when e needs no split: the cache-hit path of a fused reduction.
+struct expression_binding {
+  Hash128 key;
+  std::shared_ptr<const expr_node> root;
+  int nleaves = 0;
+  std::array<const expr_node*, codegen::kMaxParams> leaves;
+};
+void bind_expression(const expr& e, expression_binding& b);
+}  // namespace detail
 
 // ---- operators: array/expression with array/expression/scalar, either side ----
 #define KILN_EXPR_BINARY(OP, ID)                                              \

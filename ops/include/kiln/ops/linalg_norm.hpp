@@ -11,9 +11,12 @@
 // (largest / smallest row sum); the matrix 2-norm (a singular value) raises ValueError.
 // Result dtype: float64 for ints and bool, the real type of
 // complex inputs, the input's float type otherwise (float16 accumulates in float32).
+//
+// An expression is fused: `norm(x - y)` is ONE reduction kernel reading x and y (no x - y array).
 #include <optional>
 #include <string_view>
 
+#include "kiln/ops/expression.hpp"
 #include "kiln/runtime/axes.hpp"
 #include "kiln/runtime/ndarray.hpp"
 
@@ -23,5 +26,9 @@ ndarray norm(const ndarray& x, std::optional<double> ord = std::nullopt, axes ax
              bool keepdims = false);
 /// ord "fro" (Frobenius, as ord none).
 ndarray norm(const ndarray& x, std::string_view ord, axes axis = {}, bool keepdims = false);
+/// The same over an expression, fused into one reduction kernel.
+ndarray norm(const expr& x, std::optional<double> ord = std::nullopt, axes axis = {},
+             bool keepdims = false);
+ndarray norm(const expr& x, std::string_view ord, axes axis = {}, bool keepdims = false);
 
 }  // namespace kiln::linalg

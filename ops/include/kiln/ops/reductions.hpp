@@ -16,9 +16,16 @@
 // all true, any false; min/max/argmin/argmax of nothing throw ValueError as NumPy does.
 // Complex inputs: sum, prod, mean, nansum, nanprod, count_nonzero, all_of, any (not the
 // ordering reductions, nor var/std: TypeError).
+//
+// Each also takes an expression (expression.hpp) and fuses its map: `sum(x * x)`,
+// `max(abs(x - y), 1)` run ONE reduction kernel reading x and y, with no temporary array, and
+// the result dtype NumPy gives for the expression's dtype. The kernel is generated once per
+// expression structure and reduction; a repeated call hashes the tree and builds no text.
 #include <optional>
+#include <string_view>
 #include <vector>
 
+#include "kiln/ops/expression.hpp"
 #include "kiln/runtime/axes.hpp"
 #include "kiln/runtime/ndarray.hpp"
 
@@ -61,11 +68,41 @@ ndarray nanmin(const ndarray& a, axes axis = {}, bool keepdims = false, const re
 ndarray nanmax(const ndarray& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
 ndarray nanmean(const ndarray& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
 
+// The same over an expression, fused (one kernel; no temporary for the expression).
+ndarray sum(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray prod(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray min(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray max(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+inline ndarray amin(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {}) {
+  return min(a, axis, keepdims, args);
+}
+inline ndarray amax(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {}) {
+  return max(a, axis, keepdims, args);
+}
+ndarray mean(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray var(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray std(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray argmin(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray argmax(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray all_of(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray any(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray count_nonzero(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray nansum(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray nanprod(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray nanmin(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray nanmax(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
+ndarray nanmean(const expr& a, axes axis = {}, bool keepdims = false, const reduce_args& args = {});
 
 namespace ops {
 /// Every built-in reduction kernel (and linalg::norm's), for ahead-of-time compiles (each
 /// takes dtypes {input, output}).
 std::vector<const ReductionKernel*> builtin_reductions();
+/// The kernel `reduction(e)` runs, fused (generated once per expression structure): for
+/// ahead-of-time compiles and tests. reduction: a function name of this header ("sum",
+/// "max", "var", ...) or "norm2", "norm1", "norm_inf", "norm_minus_inf", "norm0" (linalg::norm
+/// by ord). Its parameters are e's distinct leaves (expression_leaves), then `raw int64 ddof`
+/// for var/std, then the output (placeholder U).
+const ReductionKernel& fused_reduction(const expr& e, std::string_view reduction);
 }  // namespace ops
 
 }  // namespace kiln
