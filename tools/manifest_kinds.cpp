@@ -112,6 +112,11 @@ std::string describe(const codegen::ElementwiseSpec& s) {
   std::string v = s.layout == codegen::Layout::contiguous
                       ? "contiguous w" + std::to_string(s.vector_width)
                       : "strided ndim " + std::to_string(s.ndim);
+  if (s.layout == codegen::Layout::tiled) {
+    v = "tiled staged";
+    for (int k = 0; k < s.nparams; ++k)
+      if (s.staged(k)) v += " " + std::to_string(k);
+  }
   return v + " i" + std::to_string(s.index_bits);
 }
 
