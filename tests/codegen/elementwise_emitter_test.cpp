@@ -90,7 +90,8 @@ TEST_CASE("every dtype compiles tiled (transposed operands through shared memory
       std::uint64_t staged;  // bit k: parameter k
       bool y_uniform;
     };
-    for (const Variant v : {Variant{32, 0b00001, false}, Variant{64, 0b10011, false}, Variant{32, 0b10001, true}}) {
+    for (const Variant v : {Variant{32, 0b00001, false}, Variant{64, 0b10001, false}, Variant{32, 0b00011, false},
+                            Variant{32, 0b10001, true}}) {
       INFO(fmt::format("{} bits {} staged {:b} y uniform {}", t, v.bits, v.staged, v.y_uniform));
       auto spec = k.make_spec(types, {.layout = Layout::tiled, .ndim = 2, .index_bits = v.bits, .raw_ndim = 2,
                                       .staged = v.staged});

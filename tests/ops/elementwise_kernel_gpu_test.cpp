@@ -13,6 +13,7 @@
 #include "kiln/cache/cache_stats.hpp"
 #include "kiln/ops/elementwise_builtins.hpp"
 #include "kiln/ops/elementwise_kernel.hpp"
+#include "kiln/ops/expression.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -475,7 +476,7 @@ TEST_CASE("a tiled loop past 65535 row tiles loops blocks over the remaining row
 TEST_CASE("an expression with a transposed operand takes the same tiled kernel", "[ops][gpu]") {
   const std::int64_t R = 300, C = 517;
   const auto hx = test::random_vector<float>(std::size_t(R * C)), hy = test::random_vector<float>(std::size_t(R * C));
-  const ndarray x = asarray(hx, {C, R}), y = asarray(hy, {R, C});
+  const ndarray x = asarray(hx, Shape{C, R}), y = asarray(hy, Shape{R, C});
   ndarray z = poisoned({R, C}, float32);
   z = x.T() * 2.0f + y;
   std::vector<float> want(std::size_t(R * C));

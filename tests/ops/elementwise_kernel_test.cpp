@@ -8,6 +8,7 @@
 #include "kiln/ops/elementwise_builtins.hpp"
 #include "kiln/ops/elementwise_kernel.hpp"
 #include "kiln/runtime/error.hpp"
+#include "kiln/runtime/memory.hpp"
 #include "support/test_support.hpp"
 
 using namespace kiln;
@@ -179,10 +180,15 @@ codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::initializer_li
   detail::plan_elementwise(c, true, plan);
   return plan.spec;
 }
+// An array over memory that is never touched: a borrowed buffer at a made-up address (each
+// array its own, far apart), so argument binding and overlap checks run without a device.
 ndarray meta(const Shape& s, dtype t = float32) {
-  static std::int64_t next = 0;
-  next += 1 << 20;
-  return ndarray(nullptr, s, c_strides(s, std::int64_t(t.itemsize())), next, t);
+  static std::uintptr_t next = 0;
+  next += std::uintptr_t(1) << 40;
+  const Shape st = c_strides(s, std::int64_t(t.itemsize()));
+  const auto bytes = std::size_t(shape_size(s)) * t.itemsize();
+  auto buffer = std::make_shared<Buffer>(reinterpret_cast<void*>(next), bytes, 0, [] {});
+  return ndarray(std::move(buffer), s, st, 0, t);
 }
 }  // namespace
 
