@@ -650,7 +650,7 @@ void case_reduction_host(const std::string& nonce) {
 }
 
 // --compile-check [ARCH]: generates and NVRTC-compiles every kernel above for sm_ARCH (default
-// 90), contiguous (scalar and vector loops) and strided; no GPU needed.
+// 90), contiguous (scalar and vector loops), strided and tiled; no GPU needed.
 int compile_check(int arch) {
   setenv("KILN_CACHE_IN_MEMORY", "1", 1);
   struct Item {
@@ -666,10 +666,11 @@ int compile_check(int arch) {
       {&add_kernel(), {float32, float32}},
       {&cold, {float32}},
   };
-  std::vector<elementwise_layout> layouts(3);
+  std::vector<elementwise_layout> layouts(4);
   layouts[1].vector_width = 2;
   layouts[2].layout = codegen::Layout::strided;
   layouts[2].ndim = 2;
+  layouts[3] = {.layout = codegen::Layout::tiled, .ndim = 2, .staged = 1};  // x.T + y
   int n = 0;
   for (const auto& it : items)
     for (const auto& l : layouts) {

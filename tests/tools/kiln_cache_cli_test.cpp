@@ -208,19 +208,19 @@ TEST_CASE(
   fs::create_directories(p.dir / "zz");
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
-  CHECK(nlohmann::json::parse(stats.output)["entries"] == 13);
+  CHECK(nlohmann::json::parse(stats.output)["entries"] == 19);
   auto v = run_cli("verify --cache-dir " + q(p.dir));
   CHECK(v.status == 1);
   CHECK_THAT(v.output, Contains("payload checksum mismatch") && Contains("truncated") &&
                            Contains("symbolic link, not an entry") &&
-                           Contains("13 valid entries, 3 bad"));
+                           Contains("19 valid entries, 3 bad"));
   auto fixed = run_cli("verify --fix --cache-dir " + q(p.dir));
   CHECK(fixed.status == 0);
   CHECK_THAT(fixed.output, Contains("removed 3 bad entries"));
   CHECK(fs::exists("/etc/passwd"));
   CHECK(!fs::exists(fs::symlink_status(e2)));
   CHECK(run_cli("verify --cache-dir " + q(p.dir)).status == 0);
-  CHECK(valid_entries(p.dir) == 13);
+  CHECK(valid_entries(p.dir) == 19);
   // Strays are reported but left alone: they are not kiln's.
   CHECK(fs::exists(p.dir / "ab" / "not-kiln.txt"));
 }
@@ -289,7 +289,7 @@ TEST_CASE("two kiln-cache precompile runs into one folder at once both succeed",
   INFO(ra.output << rb.output);
   CHECK(ra.status == 0);
   CHECK(rb.status == 0);
-  CHECK(valid_entries(tmp.path() / "c") == 8);
+  CHECK(valid_entries(tmp.path() / "c") == 11);
   CHECK(run_cli("verify --cache-dir " + q(tmp.path() / "c")).status == 0);
 }
 
@@ -396,7 +396,7 @@ TEST_CASE("kiln-cache refuses cache folders it cannot write or that programs wou
   if (::geteuid() == 0) {
     // root writes anyway: the entries really are there, so success is the truth.
     CHECK(precompile(tmp.path() / "ro").status == 0);
-    CHECK(valid_entries(tmp.path() / "ro") == 8);
+    CHECK(valid_entries(tmp.path() / "ro") == 11);
     fs::create_directory(tmp.path() / "theirs");
     REQUIRE(::chown((tmp.path() / "theirs").c_str(), 65534, 65534) == 0);
     one_line_error(precompile(tmp.path() / "theirs"), "owned by uid 65534");
@@ -491,6 +491,15 @@ TEST_CASE("the golden manifest parses: every kind, in format 1", "[tools]") {
   // Expression text is not parsed: the line says to record the program instead.
   KILN_CHECK_THROWS(kiln::tools::expand_entry(m, m.entries[4], 90), kiln::tools::ManifestError,
                     Contains("KILN_CACHE_RECORD"));
+  // An exact tiled layout names its transposed parameters.
+  const auto tm = kiln::tools::parse_manifest(R"({"kiln_manifest": 1, "kernels": [
+    {"kind": "elementwise", "in_params": "float32 x, float32 y", "out_params": "float32 z",
+     "operation": "z = x + y", "name": "tadd", "dtypes": ["float32", "float32"],
+     "layout": {"layout": "tiled", "ndim": 2, "staged": [0]}}]})", "tiled.json");
+  const auto tiled = kiln::tools::expand_entry(tm, tm.entries[0], 90);
+  REQUIRE(tiled.size() == 1);
+  CHECK(tiled[0].variant == "tiled staged 0 i32");
+  CHECK_THAT(tiled[0].request.source, Contains("kiln_sm_x["));
   // The sample manifest parses and expands too.
   const auto samples = kiln::tools::read_manifest(fs::path(KILN_TEST_SOURCE_DIR) / ".." /
                                                   "samples" / "kernels.json");
