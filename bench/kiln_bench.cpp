@@ -421,8 +421,18 @@ void case_strided() {
   Case& c = add_case("strided_transpose_8192sq_f32", "GB/s", 3.0 * double(z.nbytes()) / ms / 1e6)
                 .add("ms", ms)
                 .add("correct", ok);
-  if (const Case* copy = find_case("copy_2GiB")) c.add("over_copy", c.value / copy->value);
-  if (!ok) g_errors.push_back(R"({"case": "strided_transpose_8192sq_f32", "error": "wrong results"})");
+  // The same through a fused expression (one generated ElementwiseKernel, so the tiled path).
+  ndarray ze(Shape{m, m}, float32);
+  fill_random(ze, -1.0, -0.5, 8);  // poisoned: the check below compares it with z
+  kiln::eval_into(xt + y, ze);
+  const bool expr_ok = all_close(ze.get<float>(), z.get<float>(), 0.0);
+  const double expr_ms = bench::median_device_ms([&] { kiln::eval_into(xt + y, ze); });
+  c.add("expression_ms", expr_ms).add("expression_correct", expr_ok);
+  if (const Case* copy = find_case("copy_2GiB")) {
+    c.add("over_copy", c.value / copy->value);
+    c.add("expression_over_copy", 3.0 * double(z.nbytes()) / expr_ms / 1e6 / copy->value);
+  }
+  if (!ok || !expr_ok) g_errors.push_back(R"({"case": "strided_transpose_8192sq_f32", "error": "wrong results"})");
 }
 
 // 7. RawKernel: host cost of a cache-hit launch of CuPy's docs `my_add` on 25 elements against
