@@ -112,6 +112,11 @@ std::string describe(const codegen::ElementwiseSpec& s) {
   std::string v = s.layout == codegen::Layout::contiguous
                       ? "contiguous w" + std::to_string(s.vector_width)
                       : "strided ndim " + std::to_string(s.ndim);
+  if (s.layout == codegen::Layout::tiled) {
+    v = "tiled staged";
+    for (int k = 0; k < s.nparams; ++k)
+      if (s.staged(k)) v += " " + std::to_string(k);
+  }
   return v + " i" + std::to_string(s.index_bits);
 }
 
@@ -138,17 +143,23 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
   if (const json* l = f.take("layout")) {
     if (!l->is_object())
       Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
-    Fields lf(*l, {"layout", "ndim", "index_bits", "vector_width", "raw_ndim"});
+    Fields lf(*l, {"layout", "ndim", "index_bits", "vector_width", "raw_ndim", "staged"});
     elementwise_layout exact;
     const std::string kind = lf.str("layout", false, "contiguous");
-    if (kind != "contiguous" && kind != "strided")
+    if (kind != "contiguous" && kind != "strided" && kind != "tiled")
       throw kiln::ValueError("field 'layout.layout' is '" + kind +
-                             "'; it is \"contiguous\" or \"strided\"");
-    exact.layout = kind == "strided" ? codegen::Layout::strided : codegen::Layout::contiguous;
+                             "'; it is \"contiguous\", \"strided\" or \"tiled\"");
+    exact.layout = kind == "strided" ? codegen::Layout::strided
+                   : kind == "tiled" ? codegen::Layout::tiled
+                                     : codegen::Layout::contiguous;
     exact.ndim = lf.integer("ndim", 1);
     exact.index_bits = lf.integer("index_bits", 32);
     exact.vector_width = lf.integer("vector_width", 1);
     exact.raw_ndim = lf.integer("raw_ndim", base.raw_ndim);
+    for (int k : lf.ints("staged")) {
+      if (k < 0 || k >= 64) throw kiln::ValueError("field 'layout.staged' holds " + std::to_string(k) + "; parameter indices are 0..63");
+      exact.staged |= std::uint64_t(1) << k;
+    }
     lf.finish();
     base.only = exact;
   }

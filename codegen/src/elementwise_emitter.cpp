@@ -37,8 +37,9 @@ bool is_loop_operand(const ElementwiseSpec& s, const Param& p, int k) {
 void emit_signature(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   w.line("extern \"C\" __global__ void {}(", def.name);
   for (int k = 0; k < s.nparams; ++k) w.line("    {},", kernel_param(def, s, k));
-  w.line("    {} kiln_n{}", abi_type(elementwise_arg(s, s.nparams)), s.layout == Layout::strided ? "," : ") {");
-  if (s.layout == Layout::strided) w.line("    {} kiln_shape) {{", abi_type(elementwise_arg(s, s.nparams + 1)));
+  const bool shaped = s.layout != Layout::contiguous;
+  w.line("    {} kiln_n{}", abi_type(elementwise_arg(s, s.nparams)), shaped ? "," : ") {");
+  if (shaped) w.line("    {} kiln_shape) {{", abi_type(elementwise_arg(s, s.nparams + 1)));
 }
 
 // The user's operation as a lambda: one copy of the text (one set of #line-mapped errors)
@@ -163,7 +164,109 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
   w.line("  }}");
 }
 
+// ---- tiled loop ----
+
+// A 32x32 tile of the (rows, cols) loop per block of 32x8 threads, each thread 4 rows. The
+// operation always runs at (row ty + 8k, col tx), so operands contiguous along cols are read
+// and written directly in full lines; staged operands (contiguous along rows) are moved
+// between memory and a padded shared tile by threads running down the rows (tx is the row),
+// so their accesses are full lines too and the shared reads are free of bank conflicts.
+void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  struct Operand {
+    const Param* p;
+    int k;
+    bool staged, load;
+  };
+  std::vector<Operand> ops;
+  bool staged_in = false, staged_out = false;
+  for (int k = 0; k < s.nparams; ++k) {
+    const Param& p = def.params[std::size_t(k)];
+    if (s.kind(k) != OperandKind::array || p.raw) continue;
+    const bool load = !p.is_output || output_needs_load(def, k - def.nin);
+    ops.push_back({&p, k, s.staged(k), load});
+    staged_in |= s.staged(k) && load;
+    staged_out |= s.staged(k) && p.is_output;
+  }
+  auto at = [&](const Operand& o, std::string_view r, std::string_view c) {
+    return fmt::format("*reinterpret_cast<{0}{1}*>(kiln_p_{2}.kiln_p + {3} * kiln_p_{2}.kiln_s[0] + {4} * kiln_p_{2}.kiln_s[1])",
+                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, r, c);
+  };
+  for (const auto& o : ops)
+    if (o.staged) {
+      // Raw storage: a __shared__ array of a class type (complex) may not be constructed.
+      w.line("  __shared__ __align__(16) unsigned char kiln_sm_{}[32 * 33 * sizeof({})];", o.p->name, ctype(s, o.k));
+      w.line("  {0} (*const kiln_t_{1})[33] = reinterpret_cast<{0} (*)[33]>(kiln_sm_{1});", ctype(s, o.k), o.p->name);
+    }
+  w.line("  const kiln_idx kiln_rows = kiln_shape.kiln_v[0], kiln_cols = kiln_shape.kiln_v[1];");
+  w.line("  const int kiln_tx = int(threadIdx.x), kiln_ty = int(threadIdx.y);");
+  w.line("  const kiln_idx kiln_c0 = kiln_idx(blockIdx.x) * 32;");
+  w.line("  const kiln_uidx kiln_tiles = (kiln_uidx(kiln_rows) + 31) / 32;");
+  // grid.y stops at 65535 tiles: blocks loop over the rest.
+  w.line("  for (kiln_uidx kiln_tr = blockIdx.y; kiln_tr < kiln_tiles; kiln_tr += gridDim.y) {{");
+  w.line("    const kiln_idx kiln_r0 = kiln_idx(kiln_tr) * 32;");
+  if (staged_in || staged_out) w.line("    if (kiln_tr != blockIdx.y) __syncthreads();  // the last tile's shared reads are done");
+  for (const auto& o : ops) w.line("    {} kiln_r_{}[4];", ctype(s, o.k), o.p->name);
+  // Staged loads: tx runs down the rows.
+  if (staged_in) {
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
+    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_tx, kiln_c = kiln_c0 + kiln_ty + 8 * kiln_k;");
+    w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
+    for (const auto& o : ops)
+      if (o.staged && o.load) w.line("        kiln_t_{}[kiln_ty + 8 * kiln_k][kiln_tx] = {};", o.p->name, at(o, "kiln_r", "kiln_c"));
+    w.line("      }}");
+    w.line("    }}");
+  }
+  // Direct loads, all issued before any store (an output may be an input).
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
+  w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_ty + 8 * kiln_k, kiln_c = kiln_c0 + kiln_tx;");
+  w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
+  for (const auto& o : ops)
+    if (!o.staged && o.load) w.line("        kiln_r_{}[kiln_k] = {};", o.p->name, at(o, "kiln_r", "kiln_c"));
+  w.line("      }}");
+  w.line("    }}");
+  if (staged_in) w.line("    __syncthreads();");
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
+  w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_ty + 8 * kiln_k, kiln_c = kiln_c0 + kiln_tx;");
+  w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
+  for (const auto& o : ops)
+    if (o.staged && o.load) w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_tx][kiln_ty + 8 * kiln_k];", o.p->name);
+  w.line("        const kiln_idx kiln_i = kiln_r * kiln_cols + kiln_c;");
+  w.line("        {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
+           return fmt::format("kiln_r_{}[kiln_k]", p.name);
+         }));
+  for (const auto& o : ops)
+    if (o.p->is_output) {
+      if (o.staged) w.line("        kiln_t_{0}[kiln_tx][kiln_ty + 8 * kiln_k] = kiln_r_{0}[kiln_k];", o.p->name);
+      else w.line("        {} = kiln_r_{}[kiln_k];", at(o, "kiln_r", "kiln_c"), o.p->name);
+    }
+  w.line("      }}");
+  w.line("    }}");
+  if (staged_out) {
+    // Staged stores: tx runs down the rows again.
+    w.line("    __syncthreads();");
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
+    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_tx, kiln_c = kiln_c0 + kiln_ty + 8 * kiln_k;");
+    w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
+    for (const auto& o : ops)
+      if (o.staged && o.p->is_output) w.line("        {} = kiln_t_{}[kiln_ty + 8 * kiln_k][kiln_tx];", at(o, "kiln_r", "kiln_c"), o.p->name);
+    w.line("      }}");
+    w.line("    }}");
+  }
+  w.line("  }}");
+}
+
 }  // namespace
+
+std::size_t tiled_shared_bytes(const ElementwiseSpec& s) {
+  std::size_t bytes = 0;
+  for (int k = 0; k < s.nparams; ++k)
+    if (s.kind(k) == OperandKind::array && s.staged(k)) bytes += 32 * 33 * s.param_dtype(k).itemsize();
+  return bytes;
+}
 
 bool output_needs_load(const ElementwiseDefinition& def, int k) {
   return !writes_before_reading(def.operation, def.output(k).name, other_user_code(def));
@@ -181,13 +284,13 @@ AbiArg elementwise_arg(const ElementwiseSpec& s, int k, bool is_output) {
       return {.kind = AbiKind::raw_array, .type = t, .ndim = o.raw_ndim, .contiguous = o.raw_contiguous != 0};
     case OperandKind::array:
     default:
-      if (s.layout == Layout::strided) return {.kind = AbiKind::strided, .type = t, .ndim = s.ndim};
+      if (s.layout != Layout::contiguous) return {.kind = AbiKind::strided, .type = t, .ndim = s.ndim};
       return {.kind = AbiKind::pointer, .type = t, .writable = is_output};
   }
 }
 
 int elementwise_arg_count(const ElementwiseSpec& s) {
-  return s.nparams + (s.layout == Layout::strided ? 2 : 1);
+  return s.nparams + (s.layout == Layout::contiguous ? 1 : 2);
 }
 
 std::string emit_elementwise(const ElementwiseDefinition& def, const ElementwiseSpec& s) {
@@ -205,10 +308,14 @@ std::string emit_elementwise(const ElementwiseDefinition& def, const Elementwise
   w.user("loop_prep", def.loop_prep);
   emit_body_lambda(w, def, s);
   emit_uniform_loads(w, def, s);
-  w.line("  const kiln_uidx kiln_tid = kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x;");
-  w.line("  const kiln_uidx kiln_nthreads = kiln_uidx(gridDim.x) * blockDim.x;");
-  if (s.layout == Layout::strided) emit_strided(w, def, s);
-  else emit_contiguous(w, def, s);
+  if (s.layout == Layout::tiled) {
+    emit_tiled(w, def, s);
+  } else {
+    w.line("  const kiln_uidx kiln_tid = kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x;");
+    w.line("  const kiln_uidx kiln_nthreads = kiln_uidx(gridDim.x) * blockDim.x;");
+    if (s.layout == Layout::strided) emit_strided(w, def, s);
+    else emit_contiguous(w, def, s);
+  }
   w.user("after_loop", def.after_loop);
   w.line("}}");
   return w.take();

@@ -11,6 +11,7 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
                                     int max_block) {
   LaunchGeometry g;
   g.block = block ? block : std::min(kDefaultBlock, max_block);
+  g.block_x = g.block;
   std::int64_t items = size;
   if (s.layout == Layout::contiguous && s.vector_width > 1) {
     const std::int64_t nvec = size / s.vector_width;
@@ -21,6 +22,16 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
   // (caps of 4, 16 and 64 waves fell in between, in order).
   constexpr std::int64_t kMaxGrid = 0x7fffffff;
   g.grid = std::uint32_t(std::clamp<std::int64_t>(ceil_div(items, g.block), 1, kMaxGrid));
+  return g;
+}
+
+LaunchGeometry tiled_geometry(std::int64_t rows, std::int64_t cols) {
+  LaunchGeometry g;
+  g.block_x = 32;
+  g.block_y = 8;
+  g.block = 256;
+  g.grid = std::uint32_t(std::clamp<std::int64_t>(ceil_div(cols, 32), 1, 0x7fffffff));
+  g.grid_y = std::uint32_t(std::clamp<std::int64_t>(ceil_div(rows, 32), 1, 65535));
   return g;
 }
 

@@ -34,15 +34,18 @@ kernel_result ElementwiseKernel::call(std::span<const kernel_arg> all_args) cons
     const auto& loaded = detail::loaded_kernel(
         detail::kernel_key(def_->hash, plan.spec, c.device), c.device,
         [&](int arch) { return compile_request(plan.spec, arch); });
-    const auto g = codegen::elementwise_geometry(plan.spec, c.size, c.options.block_size,
-                                                 loaded.max_threads_per_block);
+    const auto g = plan.spec.layout == codegen::Layout::tiled
+                       ? codegen::tiled_geometry(plan.shape[0], plan.shape[1])
+                       : codegen::elementwise_geometry(plan.spec, c.size, c.options.block_size,
+                                                      loaded.max_threads_per_block);
     if (g.block > loaded.max_threads_per_block)
       throw ValueError(fmt::format("kernel '{}': block_size {} is more than this kernel allows on "
                                    "device {} ({})",
                                    def_->name, g.block, c.device, loaded.max_threads_per_block));
     detail::KernelArgs kargs(plan.spec.index_bits);
     detail::pack_elementwise(c, plan, kargs);
-    loaded.function.launch(dim3(g.grid), dim3(unsigned(g.block)), kargs.argv(), 0, c.stream);
+    loaded.function.launch(dim3(g.grid, g.grid_y), dim3(unsigned(g.block_x), unsigned(g.block_y)),
+                           kargs.argv(), 0, c.stream);
   }
   if (no_return_) result.clear();
   return result;

@@ -35,6 +35,28 @@ std::size_t widest_array_item(const codegen::ElementwiseSpec& spec) {
   return widest;
 }
 
+// The transposed-operand patterns worth preparing: each array input alone (x.T + y,
+// y + x.T), and every array input (x.T + y.T) when there are several; within the shared
+// memory limit.
+std::vector<std::uint64_t> tiled_patterns(const codegen::ElementwiseSpec& probe, int nin) {
+  std::vector<std::uint64_t> out;
+  std::uint64_t all = 0;
+  auto fits = [&](std::uint64_t mask) {
+    auto spec = probe;
+    for (int k = 0; k < spec.nparams; ++k) spec.params[std::size_t(k)].staged = std::uint8_t((mask >> k) & 1);
+    return codegen::tiled_shared_bytes(spec) <= codegen::kMaxTiledSharedBytes;
+  };
+  int inputs = 0;
+  for (int k = 0; k < nin; ++k)
+    if (probe.kind(k) == OperandKind::array) {
+      out.push_back(std::uint64_t(1) << k);
+      all |= std::uint64_t(1) << k;
+      ++inputs;
+    }
+  if (inputs > 1 && fits(all)) out.push_back(all);
+  return out;
+}
+
 }  // namespace
 
 ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_view out_params,
@@ -57,10 +79,17 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   if (arg_dtypes.size() != std::size_t(def.nin) && arg_dtypes.size() != n)
     throw TypeError(fmt::format("kernel '{}': make_spec takes {} or {} dtypes, got {}", def.name,
                                 def.nin, n, arg_dtypes.size()));
-  if (layout.layout != Layout::contiguous && layout.layout != Layout::strided)
-    throw ValueError(fmt::format("kernel '{}': layout must be contiguous or strided", def.name));
-  const bool strided = layout.layout == Layout::strided;
+  if (layout.layout != Layout::contiguous && layout.layout != Layout::strided &&
+      layout.layout != Layout::tiled)
+    throw ValueError(fmt::format("kernel '{}': layout must be contiguous, strided or tiled", def.name));
+  const bool tiled = layout.layout == Layout::tiled;
+  const bool strided = layout.layout != Layout::contiguous;
+  if (tiled && layout.ndim != 2)
+    throw ValueError(fmt::format("kernel '{}': layout ndim {} is not possible here: tiled kernels take 2",
+                                 def.name, layout.ndim));
   check_range(def.name, "ndim", layout.ndim, strided ? 1 : 0, kMaxNdim);
+  if (!tiled && layout.staged != 0)
+    throw ValueError(fmt::format("kernel '{}': layout staged is for tiled kernels only", def.name));
   check_range(def.name, "raw_ndim", layout.raw_ndim, 0, kMaxNdim);
   if (layout.index_bits != 32 && layout.index_bits != 64)
     throw ValueError(fmt::format("kernel '{}': layout index_bits {} must be 32 or 64", def.name,
@@ -79,6 +108,25 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   for (std::size_t k = 0; k < n; ++k)
     spec.set_param(int(k), types[k], def.params[k].raw ? OperandKind::raw_array : OperandKind::array,
                    layout.raw_ndim, true);
+  if (tiled) {
+    if (n < 64 && (layout.staged >> n) != 0)
+      throw ValueError(fmt::format("kernel '{}': layout staged names a parameter past the last ({})",
+                                   def.name, n - 1));
+    if (layout.staged == 0)
+      throw ValueError(fmt::format("kernel '{}': a tiled layout stages at least one array parameter "
+                                   "(layout staged is 0)", def.name));
+    for (std::size_t k = 0; k < n; ++k)
+      if ((layout.staged >> k) & 1) {
+        if (def.params[k].raw)
+          throw ValueError(fmt::format("kernel '{}': layout staged names raw parameter '{}' (only "
+                                       "loop arrays are staged)", def.name, def.params[k].name));
+        spec.params[k].staged = 1;
+      }
+    if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes)
+      throw ValueError(fmt::format("kernel '{}': the staged parameters need {} bytes of shared memory, "
+                                   "over {}", def.name, codegen::tiled_shared_bytes(spec),
+                                   codegen::kMaxTiledSharedBytes));
+  }
   const int max_width = int(16 / widest_array_item(spec));
   const int w = layout.vector_width;
   if (strided ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
@@ -86,7 +134,7 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
         "kernel '{}': layout vector_width {} is not possible here: {} (a vector load is at most 16 "
         "bytes)",
         def.name, w,
-        strided ? std::string("strided kernels take 1")
+        strided ? std::string(tiled ? "tiled kernels take 1" : "strided kernels take 1")
                 : fmt::format("allowed {} for these dtypes", allowed_widths(max_width))));
   spec.vector_width = std::uint8_t(w);
   return spec;
@@ -119,6 +167,10 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
     for (int nd = 1; nd <= t.max_ndim; ++nd)
       out.push_back(with_scalars(make_spec(
           t.dtypes, {.layout = Layout::strided, .ndim = nd, .index_bits = bits, .raw_ndim = t.raw_ndim})));
+    if (t.max_ndim >= 2)
+      for (std::uint64_t staged : tiled_patterns(probe, nin()))
+        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled, .ndim = 2, .index_bits = bits,
+                                                        .raw_ndim = t.raw_ndim, .staged = staged})));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "elementwise_plan.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kiln/codegen/elementwise_emitter.hpp"
 #include "kiln/codegen/loop_layout.hpp"
@@ -9,6 +10,32 @@ namespace kiln::detail {
 
 using codegen::Layout;
 using codegen::OperandKind;
+
+namespace {
+
+// A 2-D loop where some array operand runs fastest down the rows (a transposed view) goes
+// tiled: those operands are staged through shared memory, the rest read directly. Broadcast
+// axes (stride 0) never make an operand staged: a row vector reads along cols, a column
+// vector is one element per row.
+void stage_transposed(const KernelCall& c, const std::array<int, kMaxParams>& ops, ElementwisePlan& plan) {
+  auto& spec = plan.spec;
+  bool any = false;
+  for (int j = 0; j < plan.noperands; ++j) {
+    const int k = ops[std::size_t(j)];
+    if (spec.kind(k) != OperandKind::array) continue;
+    const Shape& st = plan.strides[std::size_t(j)];
+    const bool staged = st[0] != 0 && std::abs(st[0]) < std::abs(st[1]);
+    spec.params[std::size_t(k)].staged = std::uint8_t(staged);
+    any |= staged;
+  }
+  if (any && codegen::tiled_shared_bytes(spec) <= codegen::kMaxTiledSharedBytes) {
+    spec.layout = Layout::tiled;
+    return;
+  }
+  for (int k = 0; k < c.nparams; ++k) spec.params[std::size_t(k)].staged = 0;
+}
+
+}  // namespace
 
 void plan_elementwise(const KernelCall& c, bool reduce_dims, ElementwisePlan& plan) {
   std::array<int, kMaxParams> ops;
@@ -61,6 +88,8 @@ void plan_elementwise(const KernelCall& c, bool reduce_dims, ElementwisePlan& pl
     spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, raw_span));
   } else {
     spec.layout = Layout::strided;
+    if (plan.shape.size() == 2 && (c.options.block_size == 0 || c.options.block_size == 256))
+      stage_transposed(c, ops, plan);
     spec.ndim = std::uint8_t(plan.shape.size());
     spec.vector_width = 1;
     spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, std::max(array_span, raw_span)));
@@ -85,7 +114,7 @@ void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelAr
     }
   }
   args.put_index(c.size);
-  if (spec.layout == Layout::strided) args.put_dims(plan.shape.data(), spec.ndim);
+  if (spec.layout != Layout::contiguous) args.put_dims(plan.shape.data(), spec.ndim);
 }
 
 }  // namespace kiln::detail

@@ -1,6 +1,7 @@
 #pragma once
 // The elementwise-specific step of a call: from the bound arrays to an ElementwiseSpec
-// (operand kinds, contiguous or strided over collapsed dims, index and vector widths), and
+// (operand kinds, contiguous, strided over collapsed dims, or tiled when a 2-D loop has a
+// transposed operand; index and vector widths), and
 // the arguments that spec's kernel takes.
 #include <array>
 #include <cstdint>

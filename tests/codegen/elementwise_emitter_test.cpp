@@ -79,6 +79,44 @@ TEST_CASE("every dtype compiles contiguous, vectorized, strided, with 32/64-bit 
   }
 }
 
+TEST_CASE("every dtype compiles tiled (transposed operands through shared memory), with raw, "
+          "scalar and uniform parameters and 32/64-bit indices", "[codegen]") {
+  ElementwiseKernel k("T x, T y, raw T r, T s", "T z", "z = x * s + y + r[i]", "tiled_all");
+  ElementwiseKernel acc("T x", "T z", "z += x", "tiled_accumulate");  // z is read: loaded first
+  for (dtype t : kAllDtypes) {
+    const std::vector<dtype> types{t, t, t, t};
+    struct Variant {
+      int bits;
+      std::uint64_t staged;  // bit k: parameter k
+      bool y_uniform;
+    };
+    for (const Variant v : {Variant{32, 0b00001, false}, Variant{64, 0b10001, false}, Variant{32, 0b00011, false},
+                            Variant{32, 0b10001, true}}) {
+      INFO(fmt::format("{} bits {} staged {:b} y uniform {}", t, v.bits, v.staged, v.y_uniform));
+      auto spec = k.make_spec(types, {.layout = Layout::tiled, .ndim = 2, .index_bits = v.bits, .raw_ndim = 2,
+                                      .staged = v.staged});
+      if (v.y_uniform) spec.set_param(1, t, OperandKind::uniform);
+      spec.set_param(3, t, OperandKind::scalar);
+      CHECK(spec.layout == Layout::tiled);
+      const std::string src = k.source(spec);
+      CHECK_THAT(src, Catch::Contains("__shared__ __align__(16) unsigned char kiln_sm_x["));
+      CHECK((src.find("kiln_sm_z[") != std::string::npos) == bool(v.staged & 0b10000));
+      CHECK((src.find("kiln_sm_y[") != std::string::npos) == bool(v.staged & 0b10));
+      check_compiles(k, spec);
+    }
+    auto a = acc.make_spec(std::vector<dtype>{t, t}, {.layout = Layout::tiled, .ndim = 2, .staged = 0b10});
+    CHECK_THAT(acc.source(a), Catch::Contains("kiln_t_z[kiln_ty + 8 * kiln_k][kiln_tx] = *reinterpret_cast"));
+    check_compiles(acc, a);
+  }
+  // The ABI is the strided one over two dims.
+  auto spec = k.make_spec(std::vector<dtype>{float32, float32, float32, float32},
+                          {.layout = Layout::tiled, .ndim = 2, .staged = 1});
+  CHECK(codegen::elementwise_arg_count(spec) == 7);
+  CHECK(codegen::elementwise_arg(spec, 0).kind == codegen::AbiKind::strided);
+  CHECK(codegen::elementwise_arg(spec, 6).kind == codegen::AbiKind::dims);
+  CHECK(codegen::tiled_shared_bytes(spec) == 32 * 33 * 4);
+}
+
 TEST_CASE("kiln_cast compiles for every pair of dtypes", "[codegen]") {
   std::string in, op = "double kiln_acc_unused = 0;\n";
   for (int a = 0; a < kNumDtypes; ++a) {

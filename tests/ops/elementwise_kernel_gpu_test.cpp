@@ -13,6 +13,7 @@
 #include "kiln/cache/cache_stats.hpp"
 #include "kiln/ops/elementwise_builtins.hpp"
 #include "kiln/ops/elementwise_kernel.hpp"
+#include "kiln/ops/expression.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -379,4 +380,108 @@ TEST_CASE("per-call block sizes, and bad calls that need arrays", "[ops][gpu]") 
     for (int b = 0; b < 2; ++b)
       for (int c = 0; c < 3; ++c) w.push_back(hm[std::size_t(b * 12 + c * 4 + a)] + 1);
   check_equal(got, w);
+}
+
+namespace {
+
+// x.T + y and its relatives on an R x C loop (x stored C x R, so x.T is R x C and transposed),
+// against the host; outputs poisoned first. These take the tiled path where the loop stays 2-D.
+template <class T>
+void check_transposed_adds(std::int64_t R, std::int64_t C) {
+  INFO(fmt::format("{} x {} {}", R, C, dtype_of<T>().name()));
+  ElementwiseKernel add("T x, T y", "T z", "z = x + y", "add_transposed");
+  auto sum = [](T a, T b) { return T(a + b); };
+  const auto n = std::size_t(R * C);
+  const auto hx = random_of<T>(n), hy = random_of<T>(n);
+  const ndarray x = upload(hx, {C, R}), y = upload(hy, {R, C}), yc = upload(hy, {C, R});
+  auto xt = [&](std::int64_t r, std::int64_t c) { return hx[std::size_t(c * R + r)]; };
+  auto yr = [&](std::int64_t r, std::int64_t c) { return hy[std::size_t(r * C + c)]; };
+  auto want_of = [&](auto f) {
+    std::vector<T> w(n);
+    for (std::int64_t r = 0; r < R; ++r)
+      for (std::int64_t c = 0; c < C; ++c) w[std::size_t(r * C + c)] = f(r, c);
+    return w;
+  };
+  const auto want = want_of([&](std::int64_t r, std::int64_t c) { return sum(xt(r, c), yr(r, c)); });
+  {  // x.T + y
+    ndarray z = poisoned({R, C}, dtype_of<T>());
+    add(x.T(), y, z);
+    check_equal(z.get<T>(), want);
+  }
+  {  // y + x.T
+    ndarray z = poisoned({R, C}, dtype_of<T>());
+    add(y, x.T(), z);
+    check_equal(z.get<T>(), want_of([&](std::int64_t r, std::int64_t c) { return sum(yr(r, c), xt(r, c)); }));
+  }
+  {  // x.T + yc.T: both transposed
+    ndarray z = poisoned({R, C}, dtype_of<T>());
+    add(x.T(), yc.T(), z);
+    check_equal(z.get<T>(), want_of([&](std::int64_t r, std::int64_t c) {
+                  return sum(xt(r, c), hy[std::size_t(c * R + r)]);
+                }));
+  }
+  {  // a transposed output: zc.T = x.T + y, so zc (C x R) holds the transpose of want
+    ndarray zc = poisoned({C, R}, dtype_of<T>());
+    add(x.T(), y, zc.T());
+    std::vector<T> w(n);
+    for (std::int64_t r = 0; r < R; ++r)
+      for (std::int64_t c = 0; c < C; ++c) w[std::size_t(c * R + r)] = want[std::size_t(r * C + c)];
+    check_equal(zc.get<T>(), w);
+  }
+  {  // in place: y2 = x.T + y2 (the same elements: no copy)
+    ndarray y2 = upload(hy, {R, C});
+    add(x.T(), y2, y2);
+    check_equal(y2.get<T>(), want);
+  }
+}
+
+template <class T>
+void check_transposed_in_place_square(std::int64_t m) {
+  // a += a.T overlaps a other than element for element: the input is copied first (NumPy's
+  // result, as if a.T were read before any write).
+  INFO(fmt::format("{0} x {0} {1}", m, dtype_of<T>().name()));
+  ElementwiseKernel add("T x, T y", "T z", "z = x + y", "add_transposed");
+  const auto ha = random_of<T>(std::size_t(m * m));
+  ndarray a = upload(ha, {m, m});
+  add(a, a.T(), a);
+  std::vector<T> want(ha.size());
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t c = 0; c < m; ++c)
+      want[std::size_t(r * m + c)] = T(ha[std::size_t(r * m + c)] + ha[std::size_t(c * m + r)]);
+  check_equal(a.get<T>(), want);
+}
+
+}  // namespace
+
+TEST_CASE("transposed operands (tiled through shared memory) match the host for odd shapes",
+          "[ops][gpu]") {
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{1, 1},   {31, 31},  {33, 33},  {1000, 3},
+                                                          {3, 1000}, {8193, 17}, {64, 96}, {1, 40}};
+  for (auto [r, c] : shapes) check_transposed_adds<float>(r, c);
+  for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{33, 70}, {1000, 3}, {3, 1000}}) {
+    check_transposed_adds<std::int8_t>(r, c);
+    check_transposed_adds<double>(r, c);
+    check_transposed_adds<std::complex<float>>(r, c);
+  }
+  for (std::int64_t m : {1, 31, 33, 257}) {
+    check_transposed_in_place_square<float>(m);
+    check_transposed_in_place_square<std::complex<float>>(m);
+  }
+}
+
+TEST_CASE("a tiled loop past 65535 row tiles loops blocks over the remaining rows", "[ops][gpu]") {
+  check_transposed_adds<float>(65535 * 32 + 45, 3);
+}
+
+TEST_CASE("an expression with a transposed operand takes the same tiled kernel", "[ops][gpu]") {
+  const std::int64_t R = 300, C = 517;
+  const auto hx = test::random_vector<float>(std::size_t(R * C)), hy = test::random_vector<float>(std::size_t(R * C));
+  const ndarray x = asarray(hx, Shape{C, R}), y = asarray(hy, Shape{R, C});
+  ndarray z = poisoned({R, C}, float32);
+  z = x.T() * 2.0f + y;
+  std::vector<float> want(std::size_t(R * C));
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t c = 0; c < C; ++c)
+      want[std::size_t(r * C + c)] = hx[std::size_t(c * R + r)] * 2.0f + hy[std::size_t(r * C + c)];
+  check_equal(z.get<float>(), want);
 }

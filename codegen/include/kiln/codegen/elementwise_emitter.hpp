@@ -6,11 +6,12 @@
 // Kernel arguments (kernel_abi.hpp spells and sizes each kind), in this order:
 //   for each parameter k (inputs, then outputs), by spec.kind(k):
 //     scalar     value      the value, converted to the parameter's dtype
-//     array      contiguous: pointer (element 0);  strided: strided over the collapsed dims
+//     array      contiguous: pointer (element 0);  strided, tiled: strided over the collapsed dims
 //     uniform    pointer    the one element
 //     raw_array  raw_array  the whole array
 //   then  index             the loop size
-//   then, strided only: dims   the collapsed loop shape
+//   then, strided and tiled: dims   the collapsed loop shape
+// Tiled kernels launch as elementwise_geometry says: 32x8 threads over a 2-D grid of tiles.
 // elementwise_arg(spec, k) describes argument k; host packing and the emitted declarations
 // both come from it.
 //
@@ -34,6 +35,10 @@ bool output_needs_load(const ElementwiseDefinition& def, int k);
 /// Kernel argument k as in the list above: k < nparams a parameter (is_output makes an
 /// array pointer writable), then the loop size, then (strided) the loop shape.
 AbiArg elementwise_arg(const ElementwiseSpec& spec, int k, bool is_output = false);
+/// Static shared memory of a tiled kernel: one padded 32x33 tile per staged operand (the
+/// planner keeps it within kMaxTiledSharedBytes).
+std::size_t tiled_shared_bytes(const ElementwiseSpec& spec);
+inline constexpr std::size_t kMaxTiledSharedBytes = 48 * 1024;
 /// How many kernel arguments a kernel of this spec takes.
 int elementwise_arg_count(const ElementwiseSpec& spec);
 

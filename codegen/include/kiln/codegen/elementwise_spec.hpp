@@ -8,6 +8,9 @@
 //   s.layout = Layout::contiguous;
 //   s.vector_width = 4;                          // float4 loads for float32
 //   s.set_param(0, kiln::float32, OperandKind::array);
+//
+//   s.layout = Layout::tiled; s.ndim = 2;          // z = x.T + y
+//   s.params[0].staged = 1;                        // x: through shared memory
 #include <array>
 #include <cstdint>
 
@@ -27,6 +30,10 @@ enum class OperandKind : std::uint8_t {
 enum class Layout : std::uint8_t {
   contiguous,  // every `array` operand is C-contiguous over the loop: pointer + i
   strided,     // byte strides over `ndim` collapsed dims
+  // Two collapsed dims (rows, cols) walked in 32x32 tiles by 32x8 threads, strided arguments
+  // as in `strided`. Operands whose fastest axis is the rows (a transposed view: `staged`)
+  // move through shared memory so every global access runs along a full line.
+  tiled,
 };
 
 struct OperandSpec {
@@ -34,11 +41,12 @@ struct OperandSpec {
   OperandKind kind = OperandKind::array;
   std::uint8_t raw_ndim = 0;         // raw_array: the array's own ndim
   std::uint8_t raw_contiguous = 0;   // raw_array: C-contiguous, so x[i] needs no unravel
+  std::uint8_t staged = 0;           // array in a tiled layout: read/written along axis 0
 };
 
 struct ElementwiseSpec {
   Layout layout = Layout::contiguous;
-  std::uint8_t ndim = 1;          // strided: collapsed dims (>= 1); contiguous: 1
+  std::uint8_t ndim = 1;          // strided: collapsed dims (>= 1); tiled: 2; contiguous: 1
   std::uint8_t index_bits = 32;   // 32 or 64
   std::uint8_t vector_width = 1;  // contiguous: elements per vector load (16 bytes / widest)
   std::uint8_t unroll = 2;        // vectors per thread per loop iteration
@@ -48,6 +56,7 @@ struct ElementwiseSpec {
 
   dtype param_dtype(int k) const { return dtype(static_cast<dtype_id>(params[std::size_t(k)].dtype)); }
   OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
+  bool staged(int k) const { return params[std::size_t(k)].staged != 0; }
   void set_param(int k, dtype t, OperandKind kind, int raw_ndim = 0, bool raw_contiguous = true) {
     params[std::size_t(k)] = {static_cast<std::uint8_t>(t.id()), kind,
                               static_cast<std::uint8_t>(raw_ndim), std::uint8_t(raw_contiguous)};
@@ -57,7 +66,7 @@ struct ElementwiseSpec {
     return offsetof(ElementwiseSpec, params) + sizeof(OperandSpec) * nparams;
   }
 };
-static_assert(sizeof(OperandSpec) == 4);
+static_assert(sizeof(OperandSpec) == 5);
 static_assert(offsetof(ElementwiseSpec, params) == 8);
 
 }  // namespace kiln::codegen

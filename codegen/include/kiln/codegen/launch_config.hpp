@@ -15,15 +15,20 @@ namespace kiln::codegen {
 inline constexpr int kDefaultBlock = 256;
 
 struct LaunchGeometry {
-  std::uint32_t grid = 1;
-  int block = kDefaultBlock;
+  std::uint32_t grid = 1, grid_y = 1;
+  int block = kDefaultBlock;  // threads per block (block_x * block_y)
+  int block_x = kDefaultBlock, block_y = 1;
 };
 
 /// One thread per item of the emitted loop (a group of `unroll` vectors, or one element),
 /// with the grid-stride loop covering only loops past the hardware grid limit. `block` 0
-/// means kDefaultBlock capped at `max_block` (the loaded kernel's limit).
+/// means kDefaultBlock capped at `max_block` (the loaded kernel's limit). Not for tiled
+/// kernels: see tiled_geometry.
 LaunchGeometry elementwise_geometry(const ElementwiseSpec& spec, std::int64_t size, int block,
                                     int max_block);
+/// A tiled kernel over a rows x cols loop: 32x8 threads (its loops are written for them) per
+/// 32x32 tile, grid (col tiles, row tiles up to 65535; blocks loop over further rows).
+LaunchGeometry tiled_geometry(std::int64_t rows, std::int64_t cols);
 
 struct ReductionGeometry {
   std::uint32_t grid_x = 1, grid_y = 1;

@@ -7,6 +7,7 @@
 //   kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "add");
 //   for (const auto& req : k.compile_requests({.dtypes = {kiln::float32, kiln::float32}}, 90))
 //     kiln::cache::compile_cached(req);     // a later call on an sm_90 GPU never compiles
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -18,10 +19,13 @@ namespace kiln {
 /// One layout of an elementwise kernel, spelled out (an advanced, exact choice).
 struct elementwise_layout {
   codegen::Layout layout = codegen::Layout::contiguous;
-  int ndim = 1;          // strided: collapsed dims, 1..32
+  int ndim = 1;          // strided: collapsed dims, 1..32; tiled: 2
   int index_bits = 32;   // 32 or 64
   int vector_width = 1;  // contiguous: 1, 2, 4, ... up to 16 bytes / the widest array dtype
   int raw_ndim = 1;      // ndim of every raw array parameter, 0..32
+  /// tiled: bit k set = parameter k (an array) runs fastest along axis 0 (a transposed view)
+  /// and moves through shared memory; at least one.
+  std::uint64_t staged = 0;
 };
 
 /// What to prepare: argument dtypes (inputs, or inputs then outputs; placeholders resolve as
@@ -31,7 +35,8 @@ struct aot_target {
   /// Inputs that calls pass as C++ scalars rather than arrays (by index).
   std::vector<int> scalar_inputs;
   /// Strided kernels are prepared for 1..max_ndim collapsed dims (views of up to max_ndim
-  /// axes that cannot be merged).
+  /// axes that cannot be merged); with max_ndim >= 2 also the tiled kernels of 2-D loops
+  /// with one input transposed (each input in turn) and with every input transposed.
   int max_ndim = 4;
   /// Also the 64-bit index variants (arrays whose elements or bytes pass 2^31).
   bool index64 = true;
