@@ -1,6 +1,7 @@
 // Where does a cache-hit call spend its host time? A SIGPROF sampling profile of a loop of hit
-// calls of my_kernel (an ElementwiseKernel), or with the argument `expr` of the fused
-// expression `sin(x) * 5 + y * y - 1` written into z; prints one sampled program-counter
+// calls of my_kernel (an ElementwiseKernel), with the argument `expr` of the fused expression
+// `sin(x) * 5 + y * y - 1` written into z, or with `reduction` of CuPy's l2norm
+// ReductionKernel on one element; prints one sampled program-counter
 // offset per line (relative to this executable's load address, or "other" outside it).
 // Symbolize offline:
 //   hit_path_profile [expr] > pcs.txt && grep -v other pcs.txt | addr2line -f -C -e hit_path_profile
@@ -46,13 +47,17 @@ int find_main_object(dl_phdr_info* info, std::size_t, void*) {
 
 int main(int argc, char** argv) {
   if (kiln::device_count() == 0) return std::puts("no GPU"), 0;
-  const bool expression = argc > 1 && std::string_view(argv[1]) == "expr";
+  const std::string_view mode = argc > 1 ? argv[1] : "";
+  const bool expression = mode == "expr", reduction = mode == "reduction";
+  const kiln::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
   const kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z",
                                   "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
   auto x = kiln::asarray<float>({1.f}), y = kiln::asarray<float>({2.f});
   auto z = kiln::empty({1}, kiln::float32);
   k(x, y, z);
   kiln::eval_into(kiln::sin(x) * 5 + y * y - 1, z);
+  auto r = kiln::empty({}, kiln::float32);
+  l2norm(x, r);
   kiln::synchronize_device();
   dl_iterate_phdr(find_main_object, nullptr);
   struct sigaction sa {};
@@ -64,6 +69,8 @@ int main(int argc, char** argv) {
   for (int round = 0; round < 4000; ++round) {
     if (expression)
       for (int i = 0; i < 200; ++i) kiln::eval_into(kiln::sin(x) * 5 + y * y - 1, z);
+    else if (reduction)
+      for (int i = 0; i < 200; ++i) l2norm(x, r);
     else
       for (int i = 0; i < 200; ++i) k(x, y, z);
     kiln::current_stream().synchronize();

@@ -30,7 +30,7 @@ run() {  # run JOBS -> wall seconds
   "$cli" precompile "$tmp/manifest.json" --arch "$arch" --jobs "$1" --cache-dir "$dir" >"$tmp/out-$1.txt"
   end=$(date +%s.%N)
   grep -q "^done .*: $n compiled, 0 already cached, 0 failed" "$tmp/out-$1.txt" || { cat "$tmp/out-$1.txt" >&2; exit 1; }
-  echo "$end - $start" | bc -l
+  awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f\n", b - a }'
 }
 # Warm-up: NVRTC's first program in a process pays for loading its builtin headers; do it
 # once so the page cache is warm for both runs.
@@ -40,4 +40,4 @@ echo '[{"kind": "elementwise", "name": "warm", "in_params": "float32 x", "out_pa
 t1=$(run 1)
 tj=$(run "$jobs")
 printf '{"bench": "precompile", "kernels": %d, "arch": %d, "cores": %d, "load_average": "%s", "jobs_1_s": %.2f, "jobs_%d_s": %.2f, "speedup": %.2f}\n' \
-  "$n" "$arch" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$t1" "$jobs" "$tj" "$(echo "$t1 / $tj" | bc -l)"
+  "$n" "$arch" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$t1" "$jobs" "$tj" "$(awk -v a="$t1" -v b="$tj" 'BEGIN { print a / b }')"

@@ -42,13 +42,13 @@ void plan_elementwise(const KernelCall& c, bool reduce_dims, ElementwisePlan& pl
   int nops = 0;
   for (int k = 0; k < c.nparams; ++k)
     if (c.arrays[k] && !c.is_raw(k)) {
-      plan.strides[std::size_t(nops)] = loop_strides(*c.arrays[k], c.shape);
+      plan.strides.push_back(loop_strides(*c.arrays[k], c.shape));
       plan.slot[std::size_t(k)] = std::int8_t(nops);
       ops[std::size_t(nops++)] = k;
     }
   plan.noperands = nops;
   plan.shape = c.shape;
-  if (reduce_dims) codegen::collapse_dims(plan.shape, std::span(plan.strides.data(), std::size_t(nops)));
+  if (reduce_dims) codegen::collapse_dims(plan.shape, plan.strides.span());
 
   auto& spec = plan.spec;
   spec.nparams = std::uint8_t(c.nparams);

@@ -8,6 +8,7 @@
 
 #include "call/kernel_args.hpp"
 #include "call/kernel_call.hpp"
+#include "call/stack_vector.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"
 
 namespace kiln::detail {
@@ -15,7 +16,7 @@ namespace kiln::detail {
 struct ElementwisePlan {
   codegen::ElementwiseSpec spec;
   Shape shape;                                      // collapsed (strided) loop shape
-  std::array<Shape, kMaxParams> strides;            // per loop operand, over `shape`
+  StackVector<Shape, kMaxParams> strides;           // per loop operand, over `shape`
   std::array<std::int8_t, kMaxParams> slot;         // parameter -> its index in `strides`
   int noperands = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "call/stack_vector.hpp"
 #include "kiln/codegen/loop_layout.hpp"
 
 namespace kiln::detail {
@@ -53,13 +54,12 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
 
   // Strides of every operand over the kept dims and (inputs) the reduced dims.
   Shape kept, red;
-  std::array<Shape, kMaxParams> ks, rs;
+  StackVector<Shape, kMaxParams> ks, rs, in_loop;
   for (int j = 0; j < nops; ++j) {
-    ks[std::size_t(j)] = Shape{};
-    rs[std::size_t(j)] = Shape{};
+    ks.push_back(Shape{});
+    rs.push_back(Shape{});
   }
-  std::array<Shape, kMaxParams> in_loop;
-  for (int j = 0; j < nin_ops; ++j) in_loop[std::size_t(j)] = loop_strides(*c.arrays[ops[std::size_t(j)]], c.shape);
+  for (int j = 0; j < nin_ops; ++j) in_loop.push_back(loop_strides(*c.arrays[ops[std::size_t(j)]], c.shape));
   int out_axis = 0;
   for (int d = 0; d < c.shape.size(); ++d) {
     const bool reduced = mask >> d & 1;
@@ -73,8 +73,8 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
       ++out_axis;
     }
   }
-  collapse_group(kept, std::span(ks.data(), std::size_t(nops)));
-  collapse_group(red, std::span(rs.data(), std::size_t(nin_ops)));
+  collapse_group(kept, ks.span());
+  collapse_group(red, rs.span().first(std::size_t(nin_ops)));
   plan.m = shape_size(kept);
   plan.n = shape_size(red);
   spec.out_ndim = std::uint8_t(kept.size());
