@@ -3,9 +3,13 @@
 //   svd_1000_f64_<method> in ms for gesvd and gesvdp, with the reconstruction error
 //   max|u diag(s) vh - a| / max|a| and the largest singular-value difference from gesvd as fields;
 //   svd_1000_f64 (kiln's default method);
-//   matmul_8192_f32_fp32 and matmul_8192_f32_tf32 in TFLOP/s (2 n^3 flops).
+//   matmul_8192_f32_fp32 and matmul_8192_f32_tf32 in TFLOP/s (2 n^3 flops);
+//   profiler_overhead_us: what profiler::benchmark adds per run to a cache-hit call of a
+//   1-element ElementwiseKernel, against the same call and a stream synchronize in a plain
+//   host loop (issue 11 target: <= 1 us).
 // Device times: CUDA events, warm-up, median (bench_util.hpp). Without a GPU it prints
 // {"device": null, ...} and exits 0. Results are checked; failures go under "errors".
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -135,6 +139,34 @@ void bench_matmul() {
   }
 }
 
+void bench_profiler() {
+  guarded("profiler_overhead_us", [&] {
+    const ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "profiled_add");
+    ndarray x = asarray<float>({1.0f}), y = asarray<float>({2.0f}), z = empty({1}, float32);
+    auto fn = [&] { k(x, y, z); };
+    fn();
+    const Stream s = current_stream();
+    s.synchronize();
+    constexpr int kRuns = 2000;
+    double plain = 1e30, profiled = 1e30;
+    for (int round = 0; round < 7; ++round) {  // best of 7 rounds, each of kRuns runs
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kRuns; ++i) {
+        fn();
+        s.synchronize();
+      }
+      plain = std::min(plain, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kRuns);
+      t0 = std::chrono::steady_clock::now();
+      const auto r = profiler::benchmark(fn, {.n_repeat = kRuns, .n_warmup = 0, .name = "profiled_add"});
+      profiled = std::min(profiled, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kRuns);
+      if (r.cpu_times_us.size() != std::size_t(kRuns)) throw Error("profiler returned the wrong number of runs");
+    }
+    add("profiler_overhead_us", "us", profiled - plain,
+        fmt::format(", \"plain_run_us\": {:.3f}, \"profiled_run_us\": {:.3f}, \"target\": 1.0", plain, profiled));
+    if (z.get<float>()[0] != 3.0f) throw Error("profiled_add gave a wrong result");
+  });
+}
+
 }  // namespace
 
 int main() {
@@ -146,6 +178,7 @@ int main() {
   bench_sort();
   bench_svd();
   bench_matmul();
+  bench_profiler();
   std::string out = fmt::format("{{\"device\": {}, \"cases\": [", quoted(device_properties(0).name));
   for (std::size_t i = 0; i < g_cases.size(); ++i) out += (i ? ",\n  " : "\n  ") + g_cases[i];
   out += "],\n \"errors\": [";
