@@ -295,13 +295,7 @@ int elementwise_arg_count(const ElementwiseSpec& s) {
 
 std::string emit_elementwise(const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   SourceWriter w(def.name + ".cu");
-  w.raw(device_header(header_needs(s, {def.operation, def.preamble})));
-  w.line("typedef {} kiln_idx;", s.index_bits == 64 ? "long long" : "int");
-  w.line("typedef {} kiln_uidx;", s.index_bits == 64 ? "unsigned long long" : "unsigned int");
-  w.line("// ---- user code ----");
-  w.user("options", def.macros.lines);
-  emit_placeholder_typedefs(w, def, s);
-  w.user("preamble", def.preamble);
+  emit_prologue(w, def, s, {def.operation, def.preamble, def.loop_prep, def.after_loop});
   emit_signature(w, def, s);
   w.line("  const kiln_loop_index<kiln_idx> _ind{{kiln_n, 0}};");
   w.line("  (void)_ind;");

@@ -392,14 +392,10 @@ int reduction_arg_count(const ReductionSpec& s) { return s.nparams + (s.split ? 
 
 std::string emit_reduction(const ReductionDefinition& def, const ReductionSpec& s) {
   SourceWriter w(def.name + ".cu");
-  w.raw(device_header(header_needs(s)));
-  w.raw(kReductionSupport);
-  w.line("typedef {} kiln_idx;", s.index_bits == 64 ? "long long" : "int");
-  w.line("typedef {} kiln_uidx;", s.index_bits == 64 ? "unsigned long long" : "unsigned int");
-  w.line("// ---- user code ----");
-  w.user("options", def.macros.lines);
-  emit_placeholder_typedefs(w, def, s);
-  w.user("preamble", def.preamble);
+  // The user's code may name a type no parameter has (a fused expression's float16 map).
+  emit_prologue(w, def, s,
+                {def.map_expr, def.reduce_expr, def.post_map_expr, def.reduce_type, def.preamble},
+                kReductionSupport);
   if (def.reduce_type.empty()) w.line("typedef {} _type_reduce;", s.param_dtype(def.nin).device_type());
   else w.line("typedef {} _type_reduce;", def.reduce_type);
   // `has` is false only for a partial that saw no element of a reduction with no identity.

@@ -1,9 +1,9 @@
 #pragma once
-#include <initializer_list>
-#include <string_view>
 // Internal to codegen/: appends generated text and knows the current line, so every emitter
-// frames user code with #line directives and NVRTC reports `map_expr(2): error ...`.
+// frames user code with #line directives and NVRTC reports `map_expr(2): error ...`; and the
+// prologue every generated kernel starts with.
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,6 +69,22 @@ void emit_placeholder_typedefs(SourceWriter& w, const KernelDefinition& def, con
         w.line("typedef {} {};", s.param_dtype(k).device_type(), def.placeholders[std::size_t(id)]);
         break;
       }
+}
+
+// The start of every generated kernel source, the same for every kind: kiln's device code for
+// the dtypes (and the types the user's `code` mentions), the kind's own device support, the
+// index typedefs, then the user's part: -D macros, placeholder typedefs, the preamble.
+template <class Spec>
+void emit_prologue(SourceWriter& w, const KernelDefinition& def, const Spec& s,
+                   std::initializer_list<std::string_view> code, std::string_view kind_support = {}) {
+  w.raw(device_header(header_needs(s, code)));
+  w.raw(kind_support);
+  w.line("typedef {} kiln_idx;", s.index_bits == 64 ? "long long" : "int");
+  w.line("typedef {} kiln_uidx;", s.index_bits == 64 ? "unsigned long long" : "unsigned int");
+  w.line("// ---- user code ----");
+  w.user("options", def.macros.lines);
+  emit_placeholder_typedefs(w, def, s);
+  w.user("preamble", def.preamble);
 }
 
 }  // namespace kiln::codegen
