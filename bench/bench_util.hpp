@@ -42,4 +42,33 @@ inline double median_host_us(const std::function<void()>& fn, int calls = 2000, 
   return us[us.size() / 2];
 }
 
+/// Host microseconds per call of `fn` and of `reference` (a bare launch), in alternating
+/// rounds so both meet the same machine state (clocks, queue, caches move over a run by 10%
+/// and more): {median of fn, median of reference}.
+struct paired_us {
+  double fn = 0, reference = 0;
+  double ratio() const { return fn / reference; }
+};
+inline paired_us median_host_us_paired(const std::function<void()>& fn,
+                                       const std::function<void()>& reference, int calls = 200,
+                                       int rounds = 51) {
+  auto burst = [&](const std::function<void()>& f) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) f();
+    auto t1 = std::chrono::steady_clock::now();
+    current_stream().synchronize();
+    return std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
+  };
+  burst(fn);
+  burst(reference);
+  std::vector<double> a, b;
+  for (int r = 0; r < rounds; ++r) {
+    a.push_back(burst(fn));
+    b.push_back(burst(reference));
+  }
+  std::nth_element(a.begin(), a.begin() + a.size() / 2, a.end());
+  std::nth_element(b.begin(), b.begin() + b.size() / 2, b.end());
+  return {a[a.size() / 2], b[b.size() / 2]};
+}
+
 }  // namespace kiln::bench

@@ -1,10 +1,12 @@
 // Where does a cache-hit call spend its host time? A SIGPROF sampling profile of a loop of hit
 // calls of my_kernel (an ElementwiseKernel), with the argument `expr` of the fused expression
 // `sin(x) * 5 + y * y - 1` written into z, or with `reduction` of CuPy's l2norm
-// ReductionKernel on one element; prints one sampled program-counter
-// offset per line (relative to this executable's load address, or "other" outside it).
+// ReductionKernel on one element, or with `bare` of an empty kernel launched bare; prints one sampled program-counter
+// offset per line (relative to this executable's load address), or "other LIB SYMBOL" outside
+// it (the shared object and its nearest exported symbol).
 // Symbolize offline:
 //   hit_path_profile [expr] > pcs.txt && grep -v other pcs.txt | addr2line -f -C -e hit_path_profile
+#include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
 #include <sys/time.h>
@@ -13,9 +15,11 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
+#include <kiln/cache/nvrtc_compiler.hpp>
 #include <kiln/kiln.hpp>
 
 namespace {
@@ -48,7 +52,7 @@ int find_main_object(dl_phdr_info* info, std::size_t, void*) {
 int main(int argc, char** argv) {
   if (kiln::device_count() == 0) return std::puts("no GPU"), 0;
   const std::string_view mode = argc > 1 ? argv[1] : "";
-  const bool expression = mode == "expr", reduction = mode == "reduction";
+  const bool expression = mode == "expr", reduction = mode == "reduction", bare = mode == "bare";
   const kiln::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
   const kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z",
                                   "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
@@ -58,6 +62,17 @@ int main(int argc, char** argv) {
   kiln::eval_into(kiln::sin(x) * 5 + y * y - 1, z);
   auto r = kiln::empty({}, kiln::float32);
   l2norm(x, r);
+  // `bare`: cuLaunchKernel of an empty kernel, the reference the hit paths are measured against.
+  kiln::cache::CompileRequest req;
+  req.source = "extern \"C\" __global__ void kiln_empty(float* p, int n) {}\n";
+  req.kernel_name = "kiln_empty";
+  req.arch = kiln::device_properties(kiln::current_device()).arch();
+  const auto empty_module = kiln::Module::load(kiln::cache::nvrtc_compile(req).cubin, kiln::current_device());
+  const kiln::Function empty_kernel = empty_module->function("kiln_empty");
+  void* p = z.data();
+  int n1 = 1;
+  void* empty_args[] = {&p, &n1};
+  const auto stream = kiln::current_stream_handle();
   kiln::synchronize_device();
   dl_iterate_phdr(find_main_object, nullptr);
   struct sigaction sa {};
@@ -71,6 +86,8 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 200; ++i) kiln::eval_into(kiln::sin(x) * 5 + y * y - 1, z);
     else if (reduction)
       for (int i = 0; i < 200; ++i) l2norm(x, r);
+    else if (bare)
+      for (int i = 0; i < 200; ++i) empty_kernel.launch(dim3(1), dim3(256), empty_args, 0, stream);
     else
       for (int i = 0; i < 200; ++i) k(x, y, z);
     kiln::current_stream().synchronize();
@@ -81,8 +98,19 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) {
     if (g_samples[i] >= g_lo && g_samples[i] < g_hi)
       std::printf("0x%zx\n", std::size_t(g_samples[i] - g_base));
-    else
-      std::printf("other\n");
+    else {
+      // Outside the executable: the shared object and its nearest exported symbol.
+      Dl_info info{};
+      const char* lib = "?";
+      const char* sym = "?";
+      if (dladdr(reinterpret_cast<void*>(g_samples[i]), &info)) {
+        if (info.dli_fname) {
+          lib = std::strrchr(info.dli_fname, '/') ? std::strrchr(info.dli_fname, '/') + 1 : info.dli_fname;
+        }
+        if (info.dli_sname) sym = info.dli_sname;
+      }
+      std::printf("other %s %s\n", lib, sym);
+    }
   }
   return 0;
 }

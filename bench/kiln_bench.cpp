@@ -247,6 +247,47 @@ void case_imul() {
 }
 
 // 4. Host cost of a cache-hit call on 1 element vs a bare driver launch of an empty kernel.
+// The reference of every host-cost case: cuLaunchKernel of an empty two-argument kernel on one
+// block of the current stream. Cases measure it paired with their own calls
+// (bench::median_host_us_paired): a bare launch measured minutes earlier drifts by 10-15%.
+const std::function<void()>& bare_launch() {
+  static const std::function<void()> launch = [] {
+    const int dev = current_device();
+    cache::CompileRequest req;
+    req.source = "extern \"C\" __global__ void kiln_empty(float* p, int n) {}\n";
+    req.kernel_name = "kiln_empty";
+    req.arch = device_properties(dev).arch();
+    auto mod = Module::load(cache::nvrtc_compile(req).cubin, dev);
+    static ndarray target(Shape{1}, float32);
+    struct State {
+      std::shared_ptr<Module> mod;
+      Function f;
+      void* p;
+      int n = 1;
+      void* args[2];
+    };
+    auto st = std::make_shared<State>();
+    st->mod = mod;
+    st->f = mod->function("kiln_empty");
+    st->p = target.data();
+    st->args[0] = &st->p;
+    st->args[1] = &st->n;
+    const cudaStream_t s = current_stream_handle();
+    return std::function<void()>([st, s] { st->f.launch(dim3(1), dim3(256), st->args, 0, s); });
+  }();
+  return launch;
+}
+
+// Bursts shorter than the launch queue: the host's own cost per call, not the GPU's throughput
+// on tiny kernels (which long runs converge to once the queue is full).
+constexpr int kHostBurst = 200, kHostRounds = 51;
+
+bench::paired_us host_us_vs_bare(const std::function<void()>& fn) {
+  auto r = bench::median_host_us_paired(fn, bare_launch(), kHostBurst, kHostRounds);
+  synchronize_device();
+  return r;
+}
+
 void case_hit_calls() {
   const auto& k = my_kernel();
   ndarray x1 = asarray<float>({5.25f}), y1 = asarray<float>({1.5f}), z1(Shape{1}, float32);
@@ -256,33 +297,21 @@ void case_hit_calls() {
   const double alloc = bench::median_host_us([&] { ndarray o = k(x1, y1); });
 
   const int dev = current_device();
-  cache::CompileRequest req;
-  req.source = "extern \"C\" __global__ void kiln_empty(float* p, int n) {}\n";
-  req.kernel_name = "kiln_empty";
-  req.arch = device_properties(dev).arch();
-  const cache::Binary bin = cache::nvrtc_compile(req);
-  auto mod = Module::load(bin.cubin, dev);
-  const Function f = mod->function("kiln_empty");
-  void* p = z1.data();
-  int n1 = 1;
-  void* args[] = {&p, &n1};
-  const cudaStream_t s = current_stream_handle();
-  const double bare = bench::median_host_us([&] { f.launch(dim3(1), dim3(256), args, 0, s); });
+  const double bare = bench::median_host_us(bare_launch());
   synchronize_device();
-  // Bursts shorter than the launch queue: the host's own cost per call, not the GPU's
-  // throughput on tiny kernels (which long runs converge to once the queue is full).
-  constexpr int kBurst = 200, kRounds = 51;
-  const double given_b = bench::median_host_us([&] { k(x1, y1, z1); }, kBurst, kRounds);
-  const double alloc_b = bench::median_host_us([&] { ndarray o = k(x1, y1); }, kBurst, kRounds);
-  const double bare_b = bench::median_host_us([&] { f.launch(dim3(1), dim3(256), args, 0, s); },
-                                              kBurst, kRounds);
-  synchronize_device();
-  add_case("hit_call_host_us_given_out_burst", "us", given_b);
-  add_case("hit_call_host_us_alloc_out_burst", "us", alloc_b);
-  add_case("bare_cuLaunchKernel_us_burst", "us", bare_b);
-  add_case("hit_over_bare_burst", "x", given_b / bare_b)
-      .add("alloc_over_bare", alloc_b / bare_b)
+  constexpr int kBurst = kHostBurst, kRounds = kHostRounds;
+  const auto given_b = host_us_vs_bare([&] { k(x1, y1, z1); });
+  const auto alloc_b = host_us_vs_bare([&] { ndarray o = k(x1, y1); });
+  add_case("hit_call_host_us_given_out_burst", "us", given_b.fn);
+  add_case("hit_call_host_us_alloc_out_burst", "us", alloc_b.fn);
+  add_case("bare_cuLaunchKernel_us_burst", "us", given_b.reference);
+  add_case("hit_over_bare_burst", "x", given_b.ratio())
+      .add("alloc_over_bare", alloc_b.ratio())
       .add("target", 1.3);
+  const cudaStream_t s = current_stream_handle();
+  cache::CompileRequest req;
+  req.arch = device_properties(dev).arch();
+  int n1 = 1;
 
   // Where the hit path's time goes: my_kernel's own binary launched bare (same 4 arguments),
   // and the runtime queries every call makes.
@@ -300,7 +329,7 @@ void case_hit_calls() {
   const double cur_stream =
       bench::median_host_us([&] { sink += current_stream_handle() != nullptr; }, kBurst, kRounds);
   add_case("bare_my_kernel_launch_us_burst", "us", bare_my)
-      .add("hit_over_bare_my_kernel", given_b / bare_my);
+      .add("hit_over_bare_my_kernel", given_b.fn / bare_my);
   add_case("cudaGetDevice_us", "us", get_device);
   for (int burst : {10, 50, 1000}) {
     const double b = bench::median_host_us([&] { mf.launch(dim3(1), dim3(256), margs, 0, s); },
@@ -504,14 +533,13 @@ void case_raw_kernel() {
   const Function f = mod->function("my_add");
   void *p1 = x1.data(), *p2 = x2.data(), *py = y.data();
   void* args[] = {&p1, &p2, &py};
-  constexpr int kBurst = 200, kRounds = 51;
-  const double hit = bench::median_host_us([&] { k(dim3(5), dim3(5), x1, x2, y); }, kBurst, kRounds);
-  const double bare =
-      bench::median_host_us([&] { f.launch(dim3(5), dim3(5), args, 0, s); }, kBurst, kRounds);
+  const auto hit = bench::median_host_us_paired([&] { k(dim3(5), dim3(5), x1, x2, y); },
+                                                [&] { f.launch(dim3(5), dim3(5), args, 0, s); },
+                                                kHostBurst, kHostRounds);
   synchronize_device();
-  add_case("raw_hit_launch_host_us_burst", "us", hit);
-  add_case("raw_bare_cuLaunchKernel_us_burst", "us", bare);
-  add_case("raw_hit_over_bare_burst", "x", hit / bare).add("target", 1.1);
+  add_case("raw_hit_launch_host_us_burst", "us", hit.fn);
+  add_case("raw_bare_cuLaunchKernel_us_burst", "us", hit.reference);
+  add_case("raw_hit_over_bare_burst", "x", hit.ratio()).add("target", 1.1);
 }
 
 // ---------------------------------------------------------------- modes
@@ -604,16 +632,15 @@ void case_expressions() {
     ndarray x1 = asarray<float>({0.5f}), y1 = asarray<float>({1.5f}), z1(Shape{1}, float32);
     kiln::eval_into(kiln::sin(x1) * 5 + y1 * y1 - 1, z1);  // compile once
     const bool ok = std::abs(z1.get<float>()[0] - (std::sin(0.5f) * 5 + 2.25f - 1)) < 1e-5f;
-    constexpr int kBurst = 200, kRounds = 51;
-    const double given = bench::median_host_us(
-        [&] { kiln::eval_into(kiln::sin(x1) * 5 + y1 * y1 - 1, z1); }, kBurst, kRounds);
-    const double alloc = bench::median_host_us(
-        [&] { ndarray o = kiln::sin(x1) * 5 + y1 * y1 - 1; }, kBurst, kRounds);
-    synchronize_device();
-    Case& c = add_case("expr5_hit_host_us_given_out_burst", "us", given).add("correct", ok)
-                  .add("alloc_out_us", alloc).add("target_over_bare", 1.5);
-    if (const Case* bare = find_case("bare_cuLaunchKernel_us_burst"))
-      c.add("over_bare", given / bare->value).add("alloc_over_bare", alloc / bare->value);
+    const auto given = host_us_vs_bare([&] { kiln::eval_into(kiln::sin(x1) * 5 + y1 * y1 - 1, z1); });
+    const auto alloc = host_us_vs_bare([&] { ndarray o = kiln::sin(x1) * 5 + y1 * y1 - 1; });
+    add_case("expr5_hit_host_us_given_out_burst", "us", given.fn)
+        .add("correct", ok)
+        .add("alloc_out_us", alloc.fn)
+        .add("bare_us", given.reference)
+        .add("over_bare", given.ratio())
+        .add("alloc_over_bare", alloc.ratio())
+        .add("target_over_bare", 1.5);
   }
 }
 
@@ -696,11 +723,12 @@ void case_reduction_host(const std::string& nonce) {
   ndarray x1 = asarray<float>({3.0f}), o1 = empty({}, float32);
   k(x1, o1);
   const bool ok = o1.get<float>()[0] == 3.0f;
-  constexpr int kBurst = 200, kRounds = 51;
-  const double hit = bench::median_host_us([&] { k(x1, o1); }, kBurst, kRounds);
-  synchronize_device();
-  Case& c = add_case("reduction_hit_call_host_us_burst", "us", hit).add("correct", ok);
-  if (const Case* bare = find_case("bare_cuLaunchKernel_us_burst")) c.add("over_bare", hit / bare->value).add("target", 1.3);
+  const auto hit = host_us_vs_bare([&] { k(x1, o1); });
+  add_case("reduction_hit_call_host_us_burst", "us", hit.fn)
+      .add("correct", ok)
+      .add("bare_us", hit.reference)
+      .add("over_bare", hit.ratio())
+      .add("target", 1.3);
 
   const ReductionKernel cold("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm_cold_" + nonce);
   auto t0 = clock_type::now();

@@ -1,7 +1,9 @@
-// The nvcc-compiled half of kiln::sort / kiln::argsort: order-preserving key maps and the CUB
-// calls. Explicit instantiations only: four unsigned key widths x {keys, pairs with int64
-// indices} x {one row: DeviceRadixSort, many rows: DeviceSegmentedSort}. Built for sm_90 with
-// PTX for newer GPUs; see ops/CMakeLists.txt. Interface: sort_cub.hpp.
+// The nvcc-compiled half of kiln::sort / kiln::argsort: the CUB calls and the small kernels
+// around them. Values-only sorts of one row go straight through CUB for every type it orders
+// natively (ints, float, double); argsort, many rows and 16-bit floats sort order-preserving
+// unsigned keys (four widths x {keys, pairs with int64 indices} x {DeviceRadixSort,
+// DeviceSegmentedSort}). Built for sm_90 with PTX for newer GPUs; see ops/CMakeLists.txt.
+// Interface: sort_cub.hpp.
 #include "sort_cub.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -62,6 +64,121 @@ __global__ void fill_indices(std::int64_t* idx, std::int64_t count, std::int64_t
 unsigned grid_for(std::int64_t count) {
   std::int64_t blocks = (count + 255) / 256;
   return unsigned(blocks < 65535 * 32 ? (blocks > 0 ? blocks : 1) : 65535 * 32);
+}
+
+// One row, values only, of a type CUB orders natively (every integer, float, double): CUB reads
+// the input and writes the output itself, with no key map before or after (two full passes
+// fewer). CUB orders -0.0 and +0.0 as equal but puts NaNs with the sign bit set before -inf;
+// those are moved after everything by two kernels that return at once when out[0] is not such
+// a NaN (the usual case). The rotation uses the scratch after CUB is done with it.
+bool native_path(const SortJob& job) {
+  return job.rows == 1 && job.out_indices == nullptr &&
+         !(job.kind == sort_key_kind::floating && job.key_bytes < 4);
+}
+
+template <class U>
+__device__ bool negative_nan(U bits, U inf) {
+  constexpr U sign = U(U(1) << (sizeof(U) * 8 - 1));
+  return (bits & sign) && U(bits & U(~sign)) > inf;
+}
+
+// Block 0 stores how many negative NaNs lead the sorted row (0 unless out[0] is one); when
+// there are some, every block writes the rotated row into `tmp`.
+template <class U>
+__global__ void rotate_negative_nans(const U* out, U* tmp, std::int64_t count, U inf,
+                                     std::int64_t* lead) {
+  __shared__ std::int64_t k;
+  if (threadIdx.x == 0) {
+    k = 0;
+    if (negative_nan(out[0], inf)) {  // the prefix of negative NaNs: binary search its end
+      std::int64_t lo = 1, hi = count;
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (negative_nan(out[mid], inf)) lo = mid + 1;
+        else hi = mid;
+      }
+      k = lo;
+    }
+    if (blockIdx.x == 0) *lead = k;
+  }
+  __syncthreads();
+  if (k == 0) return;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    tmp[i] = out[i + k < count ? i + k : i + k - count];
+}
+
+template <class U>
+__global__ void copy_back_rotated(const U* tmp, U* out, std::int64_t count, const std::int64_t* lead) {
+  if (*lead == 0) return;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = tmp[i];
+}
+
+template <class U, class T>
+std::size_t native_temp_bytes(const SortJob& job, cudaError_t& e) {
+  std::size_t temp = 0;
+  e = cub::DeviceRadixSort::SortKeys(nullptr, temp, static_cast<const T*>(nullptr),
+                                     static_cast<T*>(nullptr), job.n, 0, int(sizeof(T) * 8),
+                                     job.stream);
+  return temp;
+}
+
+// Calls f with a value of the C++ type CUB should sort for this job (values-only rows).
+template <class U, class F>
+SortStatus with_native_type(const SortJob& job, F&& f) {
+  if (job.kind == sort_key_kind::unsigned_int) return f(U{});
+  if constexpr (sizeof(U) >= 4) {
+    if (job.kind == sort_key_kind::floating) {
+      if constexpr (sizeof(U) == 4) return f(float{});
+      else return f(double{});
+    }
+  }
+  if constexpr (sizeof(U) == 1) return f(std::int8_t{});
+  else if constexpr (sizeof(U) == 2) return f(std::int16_t{});
+  else if constexpr (sizeof(U) == 4) return f(std::int32_t{});
+  else return f(std::int64_t{});
+}
+
+// Scratch for the native path: [cub temp][rotation buffer when the temp is too small][lead].
+template <class U>
+SortStatus native_plan(const SortJob& job, std::size_t& cub_bytes, std::size_t& total) {
+  return with_native_type<U>(job, [&](auto t) -> SortStatus {
+    using T = decltype(t);
+    cudaError_t e = cudaSuccess;
+    cub_bytes = align_up(native_temp_bytes<U, T>(job, e));
+    const bool floating = job.kind == sort_key_kind::floating;
+    const std::size_t row = align_up(std::size_t(job.n) * sizeof(U));
+    total = cub_bytes + (floating && cub_bytes < row ? row - cub_bytes : 0) +
+            (floating ? kAlign : 0);
+    return {e, "cub::DeviceRadixSort::SortKeys"};
+  });
+}
+
+template <class U>
+SortStatus native_run(const SortJob& job, void* scratch, std::size_t scratch_bytes) {
+  std::size_t cub_bytes = 0, total = 0;
+  if (SortStatus s = native_plan<U>(job, cub_bytes, total); s.code != cudaSuccess) return s;
+  if (scratch_bytes < total) return {cudaErrorInvalidValue, "kiln sort scratch size"};
+  return with_native_type<U>(job, [&](auto t) -> SortStatus {
+    using T = decltype(t);
+    std::size_t temp = cub_bytes;
+    if (cudaError_t e = cub::DeviceRadixSort::SortKeys(scratch, temp, static_cast<const T*>(job.in),
+                                                       static_cast<T*>(job.out_values), job.n, 0,
+                                                       int(sizeof(T) * 8), job.stream);
+        e != cudaSuccess)
+      return {e, "cub::DeviceRadixSort::SortKeys"};
+    if (job.kind != sort_key_kind::floating) return {};
+    auto* out = static_cast<U*>(job.out_values);
+    auto* tmp = static_cast<U*>(scratch);
+    auto* lead = reinterpret_cast<std::int64_t*>(static_cast<char*>(scratch) + total - kAlign);
+    const unsigned grid = grid_for(job.n) < 1056 ? grid_for(job.n) : 1056;
+    rotate_negative_nans<U><<<grid, 256, 0, job.stream>>>(out, tmp, job.n, U(job.float_inf_bits), lead);
+    copy_back_rotated<U><<<grid, 256, 0, job.stream>>>(tmp, out, job.n, lead);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "kiln sort NaN fix-up launch"};
+    return {};
+  });
 }
 
 // Scratch layout: [keys A][keys B][indices B][offsets][cub temp]. Keys A is the output buffer
@@ -174,7 +291,12 @@ SortStatus by_width(int bytes, F&& f) {
 
 SortStatus cub_sort_scratch_bytes(const SortJob& job, std::size_t& bytes) {
   return by_width(job.key_bytes, [&](auto u) {
-    Plan<decltype(u)> p;
+    using U = decltype(u);
+    if (native_path(job)) {
+      std::size_t cub_bytes = 0;
+      return native_plan<U>(job, cub_bytes, bytes);
+    }
+    Plan<U> p;
     SortStatus s = plan(job, p);
     bytes = p.total();
     return s;
@@ -183,7 +305,11 @@ SortStatus cub_sort_scratch_bytes(const SortJob& job, std::size_t& bytes) {
 
 SortStatus cub_sort(const SortJob& job, void* scratch, std::size_t scratch_bytes) {
   return by_width(job.key_bytes,
-                  [&](auto u) { return run<decltype(u)>(job, scratch, scratch_bytes); });
+                  [&](auto u) {
+                    using U = decltype(u);
+                    return native_path(job) ? native_run<U>(job, scratch, scratch_bytes)
+                                            : run<U>(job, scratch, scratch_bytes);
+                  });
 }
 
 }  // namespace kiln::detail

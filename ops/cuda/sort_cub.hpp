@@ -2,10 +2,13 @@
 // Internal: the nvcc-compiled half of kiln::sort / kiln::argsort (ops/cuda/*.cu). Plain types
 // only, so this header is shared by g++ (ops/src/sort.cpp) and nvcc without kiln's headers.
 //
-// Keys are sorted as unsigned integers of 1, 2, 4 or 8 bytes. Signed integers and floats are
-// mapped to an order-preserving unsigned key first (floats: every NaN to the largest key, so
-// NaNs come last as in NumPy) and mapped back after a sort. Rows are contiguous and of equal
-// length `n`; `rows > 1` uses cub::DeviceSegmentedSort, `rows == 1` cub::DeviceRadixSort.
+// A values-only sort of one row hands the input to cub::DeviceRadixSort as its own type (every
+// integer, float, double) and then moves NaNs with the sign bit (which CUB puts first) to the
+// end. Otherwise keys are sorted as unsigned integers of 1, 2, 4 or 8 bytes: signed integers and
+// floats are mapped to an order-preserving unsigned key first (floats: every NaN to the largest
+// key, so NaNs come last as in NumPy and argsort stays stable among them) and mapped back
+// after. Rows are contiguous and of equal length `n`; `rows > 1` uses cub::DeviceSegmentedSort,
+// `rows == 1` cub::DeviceRadixSort.
 #include <cstddef>
 #include <cstdint>
 

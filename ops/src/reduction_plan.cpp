@@ -85,8 +85,8 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
   std::int64_t span = 0;
   for (int j = 0; j < nops; ++j) {
     const int k = ops[std::size_t(j)];
-    Shape& st = plan.strides[std::size_t(k)];
-    st = ks[std::size_t(j)];
+    plan.slot[std::size_t(k)] = std::int8_t(j);
+    Shape& st = plan.strides.push_back(ks[std::size_t(j)]);
     const auto isz = std::int64_t(c.types[k].itemsize());
     if (j < nin_ops) {
       for (auto s : rs[std::size_t(j)]) st.push_back(s);
@@ -147,7 +147,7 @@ void pack_reduction(const KernelCall& c, const ReductionPlan& plan, void* ws, vo
         break;
       }
       default: {
-        const Shape& st = plan.strides[std::size_t(k)];
+        const Shape& st = plan.strides[std::size_t(plan.slot[std::size_t(k)])];
         args.put_strided(c.arrays[k]->data(), st.data(), st.size());
       }
     }

@@ -7,6 +7,7 @@
 
 #include "call/kernel_args.hpp"
 #include "call/kernel_call.hpp"
+#include "call/stack_vector.hpp"
 #include "kiln/codegen/launch_config.hpp"
 #include "kiln/codegen/reduction_spec.hpp"
 
@@ -15,7 +16,8 @@ namespace kiln::detail {
 struct ReductionPlan {
   codegen::ReductionSpec spec;
   Shape dims;                             // collapsed output dims, then reduced dims
-  std::array<Shape, kMaxParams> strides;  // per array parameter: inputs over dims, outputs over output dims
+  StackVector<Shape, kMaxParams> strides;  // per array operand: inputs over dims, outputs over output dims
+  std::array<std::int8_t, kMaxParams> slot;  // parameter -> its index in `strides`
   std::int64_t m = 0, n = 0;              // output size, reduced size
   codegen::ReductionGeometry geometry;
 };

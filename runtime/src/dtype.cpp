@@ -8,34 +8,6 @@
 namespace kiln {
 namespace {
 
-struct dtype_info {
-  std::string_view name;
-  std::size_t itemsize;
-  char kind;
-  std::string_view device_type;
-};
-
-// One row per dtype_id, in enum order. Device types are what generated kernels use.
-constexpr std::array<dtype_info, kNumDtypes> kInfo = {{
-    {"bool", 1, 'b', "bool"},
-    {"int8", 1, 'i', "signed char"},
-    {"int16", 2, 'i', "short"},
-    {"int32", 4, 'i', "int"},
-    {"int64", 8, 'i', "long long"},
-    {"uint8", 1, 'u', "unsigned char"},
-    {"uint16", 2, 'u', "unsigned short"},
-    {"uint32", 4, 'u', "unsigned int"},
-    {"uint64", 8, 'u', "unsigned long long"},
-    {"float16", 2, 'f', "__half"},
-    {"bfloat16", 2, 'f', "__nv_bfloat16"},
-    {"float32", 4, 'f', "float"},
-    {"float64", 8, 'f', "double"},
-    {"complex64", 8, 'c', "complex<float>"},
-    {"complex128", 16, 'c', "complex<double>"},
-}};
-
-const dtype_info& info(dtype t) { return kInfo[static_cast<int>(t.id())]; }
-
 struct alias {
   std::string_view text;
   dtype_id id;
@@ -94,10 +66,6 @@ constexpr dtype kPromotionOrder[] = {bool_,  int8,   uint8,   int16,   uint16,  
 
 }  // namespace
 
-std::string_view dtype::name() const { return info(*this).name; }
-std::size_t dtype::itemsize() const { return info(*this).itemsize; }
-char dtype::kind() const { return info(*this).kind; }
-std::string_view dtype::device_type() const { return info(*this).device_type; }
 
 bool dtype::try_from_name(std::string_view name, dtype& out) {
   for (const alias& a : kAliases)

@@ -12,21 +12,14 @@ Shape Shape::filled(int ndim, std::int64_t value) {
   return s;
 }
 
-void Shape::push_back(std::int64_t v) {
-  if (n_ == kMaxNdim)
-    throw ShapeError(fmt::format("arrays have at most {} dimensions", kMaxNdim));
-  d_[n_++] = v;
+void Shape::throw_too_many_dims() {
+  throw ShapeError(fmt::format("arrays have at most {} dimensions", kMaxNdim));
 }
 
 void Shape::insert(int pos, std::int64_t v) {
   push_back(0);
   std::copy_backward(d_.begin() + pos, d_.begin() + n_ - 1, d_.begin() + n_);
   d_[pos] = v;
-}
-
-void Shape::erase(int pos) {
-  std::copy(d_.begin() + pos + 1, d_.begin() + n_, d_.begin() + pos);
-  --n_;
 }
 
 void Shape::resize(int n, std::int64_t fill) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 
 #include "kiln/kiln.hpp"
 #include "support/test_support.hpp"
@@ -69,6 +70,7 @@ std::vector<T> tied_values(std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
       if (i % 7 == 3) v[i] = T(float(std::round(float(v[i]))));  // ties
       if (i % 11 == 5) v[i] = T(std::numeric_limits<float>::quiet_NaN());
+      if (i % 19 == 9) v[i] = T(std::copysign(std::numeric_limits<float>::quiet_NaN(), -1.0f));
       if (i % 13 == 6) v[i] = T(i % 2 ? -0.0f : 0.0f);
       if (i % 17 == 1) v[i] = T(i % 2 ? -INFINITY : INFINITY);
     }
@@ -117,6 +119,44 @@ TEST_CASE("argsort keeps -0.0 and +0.0 in input order, as NumPy's stable argsort
   auto s = sort(a).get<float>();
   CHECK(s[0] == -1.0f);
   CHECK(s[5] == 1.0f);
+}
+
+// CUB orders NaNs with the sign bit first; kiln moves them after everything (NumPy's order).
+TEMPLATE_TEST_CASE("sort puts NaNs of either sign last and keeps their bits", "[ops][gpu]", float,
+                   double) {
+  const TestType nan = std::numeric_limits<TestType>::quiet_NaN();
+  for (const double negative_share : {0.3, 1.0}) {
+    INFO("share of negative NaNs " << negative_share);
+    auto h = random_vector<TestType>(100003, -5, 5);
+    std::mt19937 gen(7);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (auto& x : h) {
+      const double r = u(gen);
+      if (r < negative_share) x = std::copysign(nan, TestType(-1));
+      else if (r < negative_share + 0.1) x = nan;
+    }
+    poison_pool(h.size() * sizeof(TestType) * 4);
+    const auto got = sort(asarray(h)).template get<TestType>();
+    std::vector<TestType> numbers;
+    std::size_t negative_nans = 0, positive_nans = 0;
+    for (TestType x : h) {
+      if (!std::isnan(x)) numbers.push_back(x);
+      else if (std::signbit(x)) ++negative_nans;
+      else ++positive_nans;
+    }
+    std::sort(numbers.begin(), numbers.end());
+    REQUIRE(got.size() == h.size());
+    CHECK(std::vector<TestType>(got.begin(), got.begin() + std::ptrdiff_t(numbers.size())) == numbers);
+    std::size_t got_negative = 0, got_positive = 0, not_nan = 0;
+    for (std::size_t i = numbers.size(); i < got.size(); ++i) {
+      if (!std::isnan(got[i])) ++not_nan;
+      else if (std::signbit(got[i])) ++got_negative;
+      else ++got_positive;
+    }
+    CHECK(not_nan == 0);
+    CHECK(got_negative == negative_nans);
+    CHECK(got_positive == positive_nans);
+  }
 }
 
 TEST_CASE("sort along any axis of a non-contiguous view matches the host", "[ops][gpu]") {

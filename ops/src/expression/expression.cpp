@@ -29,18 +29,75 @@ using codegen::kMaxParams;
 constexpr std::uint32_t kMaxNodes = 192;
 constexpr std::uint32_t kMaxLeaves = 48;
 
-node_ptr array_leaf(const ndarray& a) {
-  auto n = std::make_shared<expr_node>();
-  n->k = expr_node::kind::array;
-  n->type = a.dtype();
-  n->shape = a.shape();
-  n->leaves = 1;
-  n->array = a;
-  return n;
+// A tree is built and dropped on every evaluation: freed nodes are kept per thread for the
+// next one instead of going back to malloc. A thread's cache is freed when the thread ends;
+// nodes dropped after that (static expressions at exit) go straight to operator delete.
+thread_local bool t_node_cache_gone = false;
+
+class NodeCache {
+ public:
+  ~NodeCache() {
+    t_node_cache_gone = true;
+    while (head_) ::operator delete(pop());
+  }
+  static NodeCache& local() {
+    thread_local NodeCache c;
+    return c;
+  }
+  void* pop() noexcept {
+    Free* f = head_;
+    head_ = f->next;
+    --count_;
+    return f;
+  }
+  void* take(std::size_t bytes) {
+    if (bytes != size_ || !head_) return ::operator new(bytes);
+    return pop();
+  }
+  void give(void* p, std::size_t bytes) noexcept {
+    if (count_ == 0) size_ = bytes;
+    if (bytes != size_ || count_ >= kKeep) return ::operator delete(p);
+    head_ = new (p) Free{head_};
+    ++count_;
+  }
+
+ private:
+  static constexpr int kKeep = 512;
+  struct Free {
+    Free* next;
+  };
+  Free* head_ = nullptr;
+  int count_ = 0;
+  std::size_t size_ = 0;
+};
+
+template <class T>
+struct node_allocator {
+  using value_type = T;
+  node_allocator() = default;
+  template <class U>
+  node_allocator(const node_allocator<U>&) noexcept {}  // NOLINT: rebinding
+  T* allocate(std::size_t n) {
+    if (t_node_cache_gone) return static_cast<T*>(::operator new(n * sizeof(T)));
+    return static_cast<T*>(NodeCache::local().take(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (t_node_cache_gone) return ::operator delete(p);
+    NodeCache::local().give(p, n * sizeof(T));
+  }
+  template <class U>
+  bool operator==(const node_allocator<U>&) const noexcept { return true; }
+};
+
+template <class... A>
+std::shared_ptr<expr_node> new_node(A&&... a) {
+  return std::allocate_shared<expr_node>(node_allocator<expr_node>{}, std::forward<A>(a)...);
 }
 
+node_ptr array_leaf(const ndarray& a) { return new_node(a); }
+
 node_ptr scalar_leaf(const scalar& v, dtype t) {
-  auto n = std::make_shared<expr_node>();
+  auto n = new_node();
   n->k = expr_node::kind::scalar;
   n->type = t;
   n->leaves = 1;
@@ -49,7 +106,7 @@ node_ptr scalar_leaf(const scalar& v, dtype t) {
 }
 
 operand_type type_of(const operand& o) {
-  if (!o.is_scalar) return {o.node->type};
+  if (!o.is_scalar) return {o.node()->type};
   if (o.value.value_kind() == scalar::kind::boolean) return {bool_};  // bool is bool
   return {bool_, true, o.value.weak_kind()};
 }
@@ -57,7 +114,7 @@ operand_type type_of(const operand& o) {
 std::string shapes_text(std::span<const operand> ops) {
   std::string s;
   for (const auto& o : ops)
-    if (!o.is_scalar) s += (s.empty() ? "" : " ") + o.node->shape.str();
+    if (!o.is_scalar) s += (s.empty() ? "" : " ") + o.node()->shape.str();
   return s;
 }
 
@@ -181,16 +238,29 @@ KernelTable& kernel_table() {
 
 const ElementwiseKernel& kernel_for(std::span<const node_ptr> roots, const Walk& w) {
   const Hash128 key = hash128(w.bytes.data(), w.nbytes);
+  // The structures this thread ran last, by key: a repeated expression takes no lock. Kernels
+  // in the table live until exit, so the pointers stay valid.
+  struct Recent {
+    Hash128 key;
+    const ElementwiseKernel* kernel = nullptr;
+  };
+  thread_local std::array<Recent, 16> recent;
+  Recent& r = recent[key.lo % recent.size()];
+  if (r.kernel && r.key == key) return *r.kernel;
   auto& t = kernel_table();
   {
     std::shared_lock lock(t.mutex);
     auto it = t.map.find(key);
-    if (it != t.map.end()) return *it->second;
+    if (it != t.map.end()) {
+      r = {key, it->second.get()};
+      return *r.kernel;
+    }
   }
   auto k = make_kernel(roots, w);
   std::unique_lock lock(t.mutex);
   auto [it, inserted] = t.map.try_emplace(key, std::move(k));
-  return *it->second;
+  r = {key, it->second.get()};
+  return *r.kernel;
 }
 
 // ---- splitting ----
@@ -205,7 +275,7 @@ void recount(expr_node& n) {
 
 node_ptr fit(const node_ptr& n) {
   if (fits(*n)) return n;
-  auto copy = std::make_shared<expr_node>(*n);
+  auto copy = new_node(*n);
   for (auto& c : copy->child)
     if (c) c = fit(c);
   recount(*copy);
@@ -243,18 +313,19 @@ kernel_result run(std::span<const node_ptr> roots, ndarray* outs) {
 
 }  // namespace
 
-operand::operand(const ndarray& a) : node(array_leaf(a)) {}
-operand::operand(const expr& e) : node(e.node_ptr()) {}
+operand::operand(const ndarray& a) : leaf(array_leaf(a)) {}
+operand::operand(const expr& e) noexcept : borrowed(&e.node_ptr()) {}
 
 expr make_op(op_id id, std::span<const operand> ops) {
   const op_row& row = op_info(id);
   const bool is_where = id == op_id::where;
   const auto values = is_where ? ops.subspan(1) : ops;
   std::array<operand_type, 3> types;
-  for (std::size_t k = 0; k < values.size(); ++k) types[k] = type_of(values[k]);
-  const op_types t = resolve_op_types(id, std::span(types.data(), values.size()));
+  const std::size_t nvalues = std::min(values.size(), types.size());  // arity is at most 3
+  for (std::size_t k = 0; k < nvalues; ++k) types[k] = type_of(values[k]);
+  const op_types t = resolve_op_types(id, std::span(types.data(), nvalues));
 
-  auto n = std::make_shared<expr_node>();
+  auto n = new_node();
   n->op = id;
   n->type = t.result;
   n->compute = t.compute;
@@ -262,11 +333,11 @@ expr make_op(op_id id, std::span<const operand> ops) {
   for (const auto& o : ops) {
     if (o.is_scalar) continue;
     if (first) {
-      n->shape = o.node->shape;
+      n->shape = o.node()->shape;
       first = false;
       continue;
     }
-    const Shape& s = o.node->shape;
+    const Shape& s = o.node()->shape;
     if (s == n->shape) continue;
     try {
       n->shape = broadcast_shapes({n->shape, s});
@@ -278,7 +349,7 @@ expr make_op(op_id id, std::span<const operand> ops) {
   for (std::size_t k = 0; k < ops.size(); ++k) {
     const operand& o = ops[k];
     if (!o.is_scalar) {
-      n->child[k] = o.node;
+      n->child[k] = o.node();
       continue;
     }
     // NumPy converts a weak scalar to the loop dtype (an out-of-range integer is an error).
@@ -297,12 +368,12 @@ expr make_op(op_id id, std::span<const operand> ops) {
 }
 
 expr make_cast(const operand& a, dtype t) {
-  auto n = std::make_shared<expr_node>();
+  auto n = new_node();
   n->op = op_id::astype;
   n->type = t;
-  n->compute = a.is_scalar ? a.value.natural_dtype() : a.node->type;
-  n->child[0] = a.is_scalar ? scalar_leaf(a.value, n->compute) : a.node;
-  n->shape = a.is_scalar ? Shape{} : a.node->shape;
+  n->compute = a.is_scalar ? a.value.natural_dtype() : a.node()->type;
+  n->child[0] = a.is_scalar ? scalar_leaf(a.value, n->compute) : a.node();
+  n->shape = a.is_scalar ? Shape{} : a.node()->shape;
   recount(*n);
   return expr(std::move(n));
 }
@@ -359,11 +430,13 @@ namespace {
 node_ptr into(const expr& e, const ndarray& out) {
   if (!out.defined())
     throw ValueError("eval_into: the output is an empty ndarray handle (default-constructed)");
-  const Shape loop = broadcast_shapes({out.shape(), e.shape()});
-  if (loop != out.shape())
-    throw ValueError(fmt::format("non-broadcastable output operand with shape {} doesn't match "
-                                 "the broadcast shape {}",
-                                 out.shape().str(), loop.str()));
+  if (e.shape() != out.shape()) {
+    const Shape loop = broadcast_shapes({out.shape(), e.shape()});
+    if (loop != out.shape())
+      throw ValueError(fmt::format("non-broadcastable output operand with shape {} doesn't match "
+                                   "the broadcast shape {}",
+                                   out.shape().str(), loop.str()));
+  }
   if (e.dtype() == out.dtype()) return fit(e.node_ptr());
   if (!can_cast_same_kind(e.dtype(), out.dtype()))
     throw TypeError(fmt::format(

@@ -377,7 +377,9 @@ dtype promote_operands(std::span<const operand_type> operands) {
   return t;
 }
 
-op_types resolve_op_types(op_id id, std::span<const operand_type> operands) {
+namespace {
+
+op_types resolve_uncached(op_id id, std::span<const operand_type> operands) {
   const op_row& row = op_info(id);
   dtype common = promote_operands(operands);
   if (row.kinds.find(common.kind()) == std::string_view::npos)
@@ -415,6 +417,37 @@ op_types resolve_op_types(op_id id, std::span<const operand_type> operands) {
       break;
     case result_rule::cast: t.compute = common; break;
   }
+  return t;
+}
+
+// Every operator of every expression asks this, with few distinct questions: the answers are
+// remembered per thread (no lock) in a small direct-mapped table. A key packs the op and each
+// operand's dtype, weakness and weak kind; 0 marks an empty slot.
+struct ResolvedTypes {
+  std::uint64_t key = 0;
+  op_types types;
+};
+
+std::uint64_t types_key(op_id id, std::span<const operand_type> operands) {
+  std::uint64_t k = (std::uint64_t(id) + 1) << 2 | operands.size();
+  for (const auto& o : operands)
+    k = k << 8 | std::uint64_t(o.type.id()) << 3 | std::uint64_t(o.weak) << 2 |
+        std::uint64_t(o.weak_kind);
+  return k;
+}
+
+}  // namespace
+
+op_types resolve_op_types(op_id id, std::span<const operand_type> operands) {
+  static_assert(kNumDtypes <= 32 && kNumOps < 255);
+  if (operands.size() > 3) return resolve_uncached(id, operands);
+  constexpr std::size_t kSlots = 256;
+  thread_local std::array<ResolvedTypes, kSlots> memo;
+  const std::uint64_t key = types_key(id, operands);
+  auto& slot = memo[(key * 0x9E3779B97F4A7C15ull) >> 56];
+  if (slot.key == key) return slot.types;
+  const op_types t = resolve_uncached(id, operands);  // throws for unsupported types: not kept
+  slot = {key, t};
   return t;
 }
 

@@ -49,6 +49,10 @@ namespace detail {
 
 /// One node of an expression tree. Leaves hold an array (kept alive) or a scalar.
 struct expr_node {
+  // Not `= default`: value-initialising (make_shared) would then zero all of the node first.
+  expr_node() noexcept {}
+  explicit expr_node(const ndarray& a) noexcept
+      : k(kind::array), type(a.dtype()), shape(a.shape()), leaves(1), array(a) {}
   enum class kind : std::uint8_t { array, scalar, op };
   kind k = kind::op;
   op_id op = op_id::add;
@@ -62,13 +66,17 @@ struct expr_node {
   scalar value{false};
 };
 
-/// An operand as an operator receives it: a node, or a C++ scalar (weak).
+/// An operand as an operator receives it: a node, or a C++ scalar (weak). An expression's
+/// node is borrowed (the expression outlives the operator call), an array gets a new leaf:
+/// building a tree then takes one reference count per child, not three.
 struct operand {
-  operand(const ndarray& a);                 // NOLINT
-  operand(const expr& e);                    // NOLINT
+  operand(const ndarray& a);                                 // NOLINT
+  operand(const expr& e) noexcept;                           // NOLINT
   template <kernel_scalar T>
   operand(T v) : is_scalar(true), value(v) {}  // NOLINT
-  std::shared_ptr<const expr_node> node;
+  const std::shared_ptr<const expr_node>& node() const noexcept { return borrowed ? *borrowed : leaf; }
+  std::shared_ptr<const expr_node> leaf;                     // an array's new leaf
+  const std::shared_ptr<const expr_node>* borrowed = nullptr;  // an expression's node
   bool is_scalar = false;
   scalar value{false};
 };

@@ -22,6 +22,34 @@ enum class dtype_id : std::uint8_t {
 };
 inline constexpr int kNumDtypes = 15;
 
+namespace detail {
+struct dtype_info {
+  std::string_view name;
+  std::size_t itemsize;
+  char kind;
+  std::string_view device_type;  // the C++ type generated kernels use
+};
+// One row per dtype_id, in enum order: THE table of dtype properties. In the header so that
+// itemsize() and kind(), asked on every call's hot path, are inlined.
+inline constexpr dtype_info kDtypeInfo[kNumDtypes] = {
+    {"bool", 1, 'b', "bool"},
+    {"int8", 1, 'i', "signed char"},
+    {"int16", 2, 'i', "short"},
+    {"int32", 4, 'i', "int"},
+    {"int64", 8, 'i', "long long"},
+    {"uint8", 1, 'u', "unsigned char"},
+    {"uint16", 2, 'u', "unsigned short"},
+    {"uint32", 4, 'u', "unsigned int"},
+    {"uint64", 8, 'u', "unsigned long long"},
+    {"float16", 2, 'f', "__half"},
+    {"bfloat16", 2, 'f', "__nv_bfloat16"},
+    {"float32", 4, 'f', "float"},
+    {"float64", 8, 'f', "double"},
+    {"complex64", 8, 'c', "complex<float>"},
+    {"complex128", 16, 'c', "complex<double>"},
+};
+}  // namespace detail
+
 /// 'b' bool, 'i' signed, 'u' unsigned, 'f' floating, 'c' complex (NumPy's dtype.kind).
 class dtype {
  public:
@@ -29,13 +57,14 @@ class dtype {
   constexpr dtype(dtype_id id) : id_(id) {}  // NOLINT: implicit, dtype and id are one concept
 
   constexpr dtype_id id() const { return id_; }
-  std::string_view name() const;         // "float32"
-  std::size_t itemsize() const;          // 4
-  char kind() const;                     // 'f'
-  std::string_view device_type() const;  // C++ type in generated code: "float", "__half", ...
-  bool is_integer() const { return kind() == 'i' || kind() == 'u'; }
-  bool is_floating() const { return kind() == 'f'; }
-  bool is_complex() const { return kind() == 'c'; }
+  constexpr std::string_view name() const { return info().name; }  // "float32"
+  constexpr std::size_t itemsize() const { return info().itemsize; }  // 4
+  constexpr char kind() const { return info().kind; }  // 'f'
+  /// The C++ type in generated code: "float", "__half", ...
+  constexpr std::string_view device_type() const { return info().device_type; }
+  constexpr bool is_integer() const { return kind() == 'i' || kind() == 'u'; }
+  constexpr bool is_floating() const { return kind() == 'f'; }
+  constexpr bool is_complex() const { return kind() == 'c'; }
 
   /// NumPy spellings: "float32", "float", "f4", "f", "int", "i8", "uint8", "u1", "bool", "?",
   /// "complex64", "c8", "half", "double", "bfloat16", ... Throws TypeError naming the text.
@@ -46,6 +75,9 @@ class dtype {
   friend constexpr bool operator==(dtype a, dtype b) { return a.id_ == b.id_; }
 
  private:
+  constexpr const detail::dtype_info& info() const {
+    return detail::kDtypeInfo[static_cast<int>(id_)];
+  }
   dtype_id id_ = dtype_id::float64;
 };
 

@@ -40,9 +40,15 @@ class Shape {
   const std::int64_t* end() const noexcept { return d_.data() + n_; }
   const std::int64_t* data() const noexcept { return d_.data(); }
   std::int64_t back() const noexcept { return d_[n_ - 1]; }
-  void push_back(std::int64_t v);  // throws ShapeError past kMaxNdim
+  void push_back(std::int64_t v) {  // throws ShapeError past kMaxNdim
+    if (n_ == kMaxNdim) throw_too_many_dims();
+    d_[n_++] = v;
+  }
   void insert(int pos, std::int64_t v);
-  void erase(int pos);
+  void erase(int pos) noexcept {
+    for (int i = pos + 1; i < n_; ++i) d_[i - 1] = d_[i];
+    --n_;
+  }
   void resize(int n, std::int64_t fill = 0);
   friend bool operator==(const Shape& a, const Shape& b) noexcept {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
@@ -51,6 +57,7 @@ class Shape {
   std::string str() const;
 
  private:
+  [[noreturn]] static void throw_too_many_dims();
   template <class It>
   void assign(It first, It last) {
     for (; first != last; ++first) push_back(*first);
