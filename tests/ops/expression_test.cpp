@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "expression/op_table.hpp"
 #include "kiln/cache/compile_cache.hpp"
@@ -206,6 +207,43 @@ TEST_CASE("expression keys are structural: scalar values share a key, dtypes and
   const auto wide = k.make_spec(dts, {.index_bits = 64, .vector_width = 4});
   CHECK(k.source(contiguous) != k.source(strided));
   CHECK(k.source(contiguous) != k.source(wide));
+}
+
+// Nodes come from a per-thread cache and type answers from a per-thread memo: trees built on
+// several threads, some dropped on another thread than their own, keep their types and keys.
+TEST_CASE("expressions built on several threads and dropped on others keep types and keys",
+          "[ops]") {
+  const std::vector<dtype> types{bool_, int8, uint16, int32, int64, float16, float32, float64, complex64};
+  std::vector<ndarray> arrays;
+  for (dtype t : types) arrays.push_back(meta({4, 3}, t));
+  // One thread's answers first: the reference.
+  auto describe = [&](std::vector<expr>* keep) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < arrays.size(); ++i)
+      for (std::size_t j = 0; j < arrays.size(); ++j) {
+        const expr e = kiln::sin(arrays[i]) * 5 + arrays[j] * arrays[j] - 1;
+        out.push_back(fmt::format("{} {}", e.dtype(), expression_key(e).hex()));
+        if (keep) keep->push_back(e);
+      }
+    return out;
+  };
+  const auto reference = describe(nullptr);
+  std::vector<std::vector<std::string>> got(4);
+  std::vector<std::vector<expr>> kept(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) got[t] = describe(round == 0 ? &kept[t] : nullptr);
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& g : got) CHECK(g == reference);
+  // The threads are gone; their trees are dropped here, and built again from their nodes' memory.
+  for (auto& k : kept) {
+    REQUIRE(k.size() == reference.size());
+    CHECK(fmt::format("{} {}", k[5].dtype(), expression_key(k[5]).hex()) == reference[5]);
+    k.clear();
+  }
+  CHECK(describe(nullptr) == reference);
 }
 
 TEST_CASE("the reduction hook gives the map expression over named parameters", "[ops]") {
