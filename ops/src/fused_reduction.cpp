@@ -74,7 +74,7 @@ void fused_reduce(const reduction_row& row, const char* preamble, const expr& e,
   for (int j = 0; j < b.nleaves; ++j) {
     const expr_node* leaf = b.leaves[std::size_t(j)];
     if (leaf->k == expr_node::kind::array)
-      new (&args[n++]) kernel_arg(leaf->array);
+      new (&args[n++]) kernel_arg(leaf->array());
     else
       new (&args[n++]) kernel_arg(leaf->value);
   }

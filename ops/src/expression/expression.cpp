@@ -29,36 +29,36 @@ using codegen::kMaxParams;
 constexpr std::uint32_t kMaxNodes = 192;
 constexpr std::uint32_t kMaxLeaves = 48;
 
-// A tree is built and dropped on every evaluation: freed nodes are kept per thread for the
-// next one instead of going back to malloc. A thread's cache is freed when the thread ends;
-// nodes dropped after that (static expressions at exit) go straight to operator delete.
-thread_local bool t_node_cache_gone = false;
-
+// A tree is built and dropped on every evaluation: freed nodes are kept per thread (one list
+// per block size: operator nodes and array leaves) for the next one instead of going back to
+// malloc. A thread's lists are freed when the thread ends; nodes dropped after that (static
+// expressions at exit) go straight to operator delete.
+template <std::size_t Bytes>
 class NodeCache {
  public:
-  ~NodeCache() {
-    t_node_cache_gone = true;
-    while (head_) ::operator delete(pop());
-  }
-  static NodeCache& local() {
-    thread_local NodeCache c;
-    return c;
-  }
-  void* pop() noexcept {
-    Free* f = head_;
-    head_ = f->next;
-    --count_;
+  static void* take() {
+    if (gone) return ::operator new(Bytes);
+    NodeCache& c = local();
+    if (!c.head_) return ::operator new(Bytes);
+    Free* f = c.head_;
+    c.head_ = f->next;
+    --c.count_;
     return f;
   }
-  void* take(std::size_t bytes) {
-    if (bytes != size_ || !head_) return ::operator new(bytes);
-    return pop();
+  static void give(void* p) noexcept {
+    if (gone) return ::operator delete(p);
+    NodeCache& c = local();
+    if (c.count_ >= kKeep) return ::operator delete(p);
+    c.head_ = new (p) Free{c.head_};
+    ++c.count_;
   }
-  void give(void* p, std::size_t bytes) noexcept {
-    if (count_ == 0) size_ = bytes;
-    if (bytes != size_ || count_ >= kKeep) return ::operator delete(p);
-    head_ = new (p) Free{head_};
-    ++count_;
+  ~NodeCache() {
+    gone = true;
+    while (head_) {
+      Free* f = head_;
+      head_ = f->next;
+      ::operator delete(f);
+    }
   }
 
  private:
@@ -66,9 +66,13 @@ class NodeCache {
   struct Free {
     Free* next;
   };
+  static NodeCache& local() {
+    thread_local NodeCache c;
+    return c;
+  }
+  static inline thread_local bool gone = false;
   Free* head_ = nullptr;
   int count_ = 0;
-  std::size_t size_ = 0;
 };
 
 template <class T>
@@ -78,23 +82,23 @@ struct node_allocator {
   template <class U>
   node_allocator(const node_allocator<U>&) noexcept {}  // NOLINT: rebinding
   T* allocate(std::size_t n) {
-    if (t_node_cache_gone) return static_cast<T*>(::operator new(n * sizeof(T)));
-    return static_cast<T*>(NodeCache::local().take(n * sizeof(T)));
+    if (n != 1) return static_cast<T*>(::operator new(n * sizeof(T)));
+    return static_cast<T*>(NodeCache<sizeof(T)>::take());
   }
   void deallocate(T* p, std::size_t n) noexcept {
-    if (t_node_cache_gone) return ::operator delete(p);
-    NodeCache::local().give(p, n * sizeof(T));
+    if (n != 1) return ::operator delete(p);
+    NodeCache<sizeof(T)>::give(p);
   }
   template <class U>
   bool operator==(const node_allocator<U>&) const noexcept { return true; }
 };
 
-template <class... A>
-std::shared_ptr<expr_node> new_node(A&&... a) {
-  return std::allocate_shared<expr_node>(node_allocator<expr_node>{}, std::forward<A>(a)...);
+template <class Node = expr_node, class... A>
+std::shared_ptr<Node> new_node(A&&... a) {
+  return std::allocate_shared<Node>(node_allocator<Node>{}, std::forward<A>(a)...);
 }
 
-node_ptr array_leaf(const ndarray& a) { return new_node(a); }
+node_ptr array_leaf(const ndarray& a) { return new_node<expr_array_leaf>(a); }
 
 node_ptr scalar_leaf(const scalar& v, dtype t) {
   auto n = new_node();
@@ -138,7 +142,7 @@ struct Walk {
       if (leaves[j] == n) return j;
     if (n->k == expr_node::kind::array)
       for (int j = 0; j < nleaves; ++j)
-        if (leaves[j]->k == expr_node::kind::array && same_array(leaves[j]->array, n->array))
+        if (leaves[j]->k == expr_node::kind::array && same_array(leaves[j]->array(), n->array()))
           return j;
     return -1;
   }
@@ -273,9 +277,18 @@ void recount(expr_node& n) {
     if (c) n.nodes += c->nodes, n.leaves += c->leaves;
 }
 
+node_ptr fit(const node_ptr& n);
+
+// n itself when it fits (no reference count taken), else its split copy, kept in `hold`.
+const node_ptr& fitted(const node_ptr& n, node_ptr& hold) {
+  if (fits(*n)) return n;
+  hold = fit(n);
+  return hold;
+}
+
 node_ptr fit(const node_ptr& n) {
   if (fits(*n)) return n;
-  auto copy = new_node(*n);
+  auto copy = new_node(*n);  // an operator node: leaves always fit
   for (auto& c : copy->child)
     if (c) c = fit(c);
   recount(*copy);
@@ -301,7 +314,7 @@ kernel_result run(std::span<const node_ptr> roots, ndarray* outs) {
   for (int j = 0; j < w.nleaves; ++j) {
     const expr_node* leaf = w.leaves[std::size_t(j)];
     if (leaf->k == expr_node::kind::array)
-      new (&args[j]) kernel_arg(leaf->array);
+      new (&args[j]) kernel_arg(leaf->array());
     else
       new (&args[j]) kernel_arg(leaf->value);
   }
@@ -397,8 +410,8 @@ std::int64_t expr::size() const noexcept {
 expr expr::astype(kiln::dtype t) const { return detail::make_cast(detail::operand(*this), t); }
 
 ndarray expr::eval() const {
-  const detail::node_ptr root = detail::fit(node_);
-  return detail::run(std::span(&root, 1), nullptr).array();
+  detail::node_ptr hold;
+  return detail::run(std::span(&detail::fitted(node_, hold), 1), nullptr).array();
 }
 
 std::vector<ndarray> eval(std::span<const expr> outputs) {
@@ -427,7 +440,8 @@ namespace detail {
 namespace {
 
 // e as it is stored into `out`: broadcast to out's shape, cast with NumPy's same_kind rule.
-node_ptr into(const expr& e, const ndarray& out) {
+// A new root (a cast or a split) is kept in `hold`.
+const node_ptr& into(const expr& e, const ndarray& out, node_ptr& hold) {
   if (!out.defined())
     throw ValueError("eval_into: the output is an empty ndarray handle (default-constructed)");
   if (e.shape() != out.shape()) {
@@ -437,13 +451,14 @@ node_ptr into(const expr& e, const ndarray& out) {
                                    "the broadcast shape {}",
                                    out.shape().str(), loop.str()));
   }
-  if (e.dtype() == out.dtype()) return fit(e.node_ptr());
+  if (e.dtype() == out.dtype()) return fitted(e.node_ptr(), hold);
   if (!can_cast_same_kind(e.dtype(), out.dtype()))
     throw TypeError(fmt::format(
         "Cannot cast {} output from {} to {} with casting rule 'same_kind'",
         e.node().k == expr_node::kind::op ? op_info(e.node().op).name : std::string_view("array"),
         e.dtype(), out.dtype()));
-  return fit(e.astype(out.dtype()).node_ptr());
+  hold = fit(e.astype(out.dtype()).node_ptr());
+  return hold;
 }
 
 }  // namespace
@@ -455,7 +470,8 @@ void eval_into_many(std::span<const expr> exprs, std::span<ndarray> outs) {
   std::uint32_t nodes = 0, leaves = 0;
   bool one_shape = true;
   for (std::size_t k = 0; k < exprs.size(); ++k) {
-    roots.push_back(into(exprs[k], outs[k]));  // every check before any work
+    node_ptr hold;
+    roots.push_back(into(exprs[k], outs[k], hold));  // every check before any work
     nodes += roots.back()->nodes;
     leaves += roots.back()->leaves + 1;
     one_shape = one_shape && outs[k].shape() == outs[0].shape();
@@ -477,8 +493,8 @@ void eval_into_many(std::span<const expr> exprs, std::span<ndarray> outs) {
 }  // namespace detail
 
 void eval_into(const expr& e, ndarray& out) {
-  const detail::node_ptr root = detail::into(e, out);
-  detail::run(std::span(&root, 1), &out);
+  detail::node_ptr hold;
+  detail::run(std::span(&detail::into(e, out, hold), 1), &out);
 }
 
 Hash128 expression_key(const expr& e) {
@@ -503,7 +519,7 @@ std::vector<kernel_arg> expression_leaves(const expr& e) {
   for (int j = 0; j < w.nleaves; ++j) {
     const auto* leaf = w.leaves[std::size_t(j)];
     if (leaf->k == detail::expr_node::kind::array)
-      out.emplace_back(leaf->array);
+      out.emplace_back(leaf->array());
     else
       out.emplace_back(leaf->value);
   }

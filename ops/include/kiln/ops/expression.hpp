@@ -47,12 +47,11 @@ class expr;
 
 namespace detail {
 
-/// One node of an expression tree. Leaves hold an array (kept alive) or a scalar.
+/// One node of an expression tree. Leaves hold an array (kept alive: an expr_array_leaf) or a
+/// scalar; operator nodes carry no array, so they stay small.
 struct expr_node {
   // Not `= default`: value-initialising (make_shared) would then zero all of the node first.
   expr_node() noexcept {}
-  explicit expr_node(const ndarray& a) noexcept
-      : k(kind::array), type(a.dtype()), shape(a.shape()), leaves(1), array(a) {}
   enum class kind : std::uint8_t { array, scalar, op };
   kind k = kind::op;
   op_id op = op_id::add;
@@ -62,9 +61,26 @@ struct expr_node {
   std::uint32_t nodes = 1;   // nodes in this subtree
   std::uint32_t leaves = 0;  // leaf occurrences in this subtree (bounds its parameters)
   std::array<std::shared_ptr<const expr_node>, 3> child;
-  ndarray array;
   scalar value{false};
+
+  /// The array of an array leaf (k == kind::array).
+  const ndarray& array() const noexcept;
 };
+
+/// An array leaf: the node and the array it reads.
+struct expr_array_leaf final : expr_node {
+  explicit expr_array_leaf(const ndarray& a) noexcept : arr(a) {
+    k = kind::array;
+    type = a.dtype();
+    shape = a.shape();
+    leaves = 1;
+  }
+  ndarray arr;
+};
+
+inline const ndarray& expr_node::array() const noexcept {
+  return static_cast<const expr_array_leaf*>(this)->arr;
+}
 
 /// An operand as an operator receives it: a node, or a C++ scalar (weak). An expression's
 /// node is borrowed (the expression outlives the operator call), an array gets a new leaf:

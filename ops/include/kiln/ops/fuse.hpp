@@ -99,9 +99,9 @@ class fused {
   }
   static bool is_leaf_of(const expr& t, const ndarray& a) {
     const auto& n = t.node();
-    return n.k == detail::expr_node::kind::array && n.array.buffer() == a.buffer() &&
-           n.array.offset() == a.offset() && n.array.shape() == a.shape() &&
-           n.array.strides() == a.strides() && n.array.dtype() == a.dtype();
+    return n.k == detail::expr_node::kind::array && n.array().buffer() == a.buffer() &&
+           n.array().offset() == a.offset() && n.array().shape() == a.shape() &&
+           n.array().strides() == a.strides() && n.array().dtype() == a.dtype();
   }
   template <std::size_t N, std::size_t... I>
   static auto tuple_of(const std::vector<ndarray>& outs, std::index_sequence<I...>) {
