@@ -1,8 +1,10 @@
 #include "kiln/runtime/memory.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -61,8 +63,70 @@ void MemoryPool::deallocate(void* p, cudaStream_t stream) noexcept {
   if (p && cudaFreeAsync(p, stream) != cudaSuccess) cudaGetLastError();  // e.g. at process exit
 }
 
+int MemoryPool::small_class(std::size_t bytes) noexcept {
+  int c = 0;
+  for (std::size_t size = 512; size < bytes; size *= 2)
+    if (++c == kSmallClasses) return -1;
+  return c;
+}
+
+// A block may be reused on a stream whose handle cannot be taken by another stream while the
+// block waits: the null stream, or a kiln stream the kept block holds alive. A borrowed
+// handle (PyTorch's, cudaStreamPerThread) could be destroyed and its value reused.
+bool MemoryPool::reusable_on(const Stream& s) noexcept {
+  return s.handle() == nullptr || s.owner_ != nullptr;
+}
+
+void* MemoryPool::allocate(std::size_t bytes, const Stream& stream) {
+  const int c = bytes ? small_class(bytes) : -1;
+  if (c < 0 || !reusable_on(stream)) return allocate(bytes, stream.handle());
+  {
+    std::lock_guard lock(kept_mutex_);
+    auto& blocks = kept_[std::size_t(c)];
+    for (std::size_t i = blocks.size(); i-- > 0;)
+      if (blocks[i].stream.handle() == stream.handle()) {
+        void* p = blocks[i].ptr;
+        blocks[i] = std::move(blocks.back());
+        blocks.pop_back();
+        kept_bytes_ -= std::size_t(512) << c;
+        return p;
+      }
+  }
+  return allocate(std::size_t(512) << c, stream.handle());
+}
+
+void MemoryPool::deallocate(void* p, std::size_t bytes, const Stream& stream) noexcept {
+  const int c = p ? small_class(bytes) : -1;
+  if (c >= 0 && reusable_on(stream)) {
+    std::lock_guard lock(kept_mutex_);
+    auto& blocks = kept_[std::size_t(c)];
+    if (blocks.size() < kMaxKeptPerClass) {
+      try {
+        blocks.push_back({p, stream});
+        kept_bytes_ += std::size_t(512) << c;
+        return;
+      } catch (const std::bad_alloc&) {  // give it back to the driver instead
+      }
+    }
+  }
+  deallocate(p, stream.handle());
+}
+
+void MemoryPool::flush_kept() {
+  std::array<std::vector<KeptBlock>, kSmallClasses> blocks;
+  {
+    std::lock_guard lock(kept_mutex_);
+    blocks.swap(kept_);
+    kept_bytes_ = 0;
+  }
+  for (auto& v : blocks)
+    for (auto& b : v) deallocate(b.ptr, b.stream.handle());
+}
+
 std::size_t MemoryPool::used_bytes() const {
-  return pool_attribute(pool_, cudaMemPoolAttrUsedMemCurrent);
+  const std::size_t driver_used = pool_attribute(pool_, cudaMemPoolAttrUsedMemCurrent);
+  std::lock_guard lock(kept_mutex_);
+  return driver_used - std::min(driver_used, kept_bytes_);
 }
 
 std::size_t MemoryPool::total_bytes() const {
@@ -73,6 +137,7 @@ void MemoryPool::free_all_blocks() {
   int prev = -1;
   cudaGetDevice(&prev);
   if (prev != device_) cudaSetDevice(device_);
+  flush_kept();  // on this device: a kept block's null-stream free belongs to its device
   cudaError_t e = cudaDeviceSynchronize();
   if (prev != device_) cudaSetDevice(prev);
   KILN_CUDA(e);
@@ -96,7 +161,7 @@ MemoryPool& get_default_memory_pool() { return get_memory_pool(current_device())
 
 Buffer::Buffer(std::size_t bytes, int device, Stream stream)
     : bytes_(bytes), device_(device), stream_(std::move(stream)) {
-  ptr_ = get_memory_pool(device).allocate(bytes, stream_.handle());
+  ptr_ = get_memory_pool(device).allocate(bytes, stream_);
 }
 
 Buffer::Buffer(void* ptr, std::size_t bytes, int device, std::function<void()> release)
@@ -113,7 +178,7 @@ Buffer::~Buffer() {
     release_();
     return;
   }
-  get_memory_pool(device_).deallocate(ptr_, stream_.handle());
+  get_memory_pool(device_).deallocate(ptr_, bytes_, stream_);
 }
 
 }  // namespace kiln

@@ -35,6 +35,7 @@ class Stream {
  private:
   friend Stream current_stream();
   friend class StreamGuard;
+  friend class MemoryPool;  // keeps the streams of cached blocks alive
   Stream(cudaStream_t h, int device, std::shared_ptr<void> owner)
       : handle_(h), device_(device), owner_(std::move(owner)) {}
   cudaStream_t handle_ = nullptr;
