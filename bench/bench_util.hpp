@@ -6,6 +6,10 @@
 #include <functional>
 #include <vector>
 
+#include "kiln/cache/nvrtc_compiler.hpp"
+#include "kiln/runtime/device.hpp"
+#include "kiln/runtime/module.hpp"
+#include "kiln/runtime/ndarray.hpp"
 #include "kiln/runtime/stream.hpp"
 
 namespace kiln::bench {
@@ -41,6 +45,35 @@ inline double median_host_us(const std::function<void()>& fn, int calls = 2000, 
   std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
   return us[us.size() / 2];
 }
+
+/// The reference of host-cost cases: cuLaunchKernel of an empty two-argument kernel on one
+/// block of the stream current at construction (compiled with NVRTC once, here).
+class BareLaunch {
+ public:
+  BareLaunch() : target_(Shape{1}, float32), stream_(current_stream_handle()) {
+    cache::CompileRequest req;
+    req.source = "extern \"C\" __global__ void kiln_empty(float* p, int n) {}\n";
+    req.kernel_name = "kiln_empty";
+    req.arch = device_properties(current_device()).arch();
+    module_ = Module::load(cache::nvrtc_compile(req).cubin, current_device());
+    function_ = module_->function("kiln_empty");
+    p_ = target_.data();
+  }
+  BareLaunch(const BareLaunch&) = delete;
+  BareLaunch& operator=(const BareLaunch&) = delete;
+  void operator()() {
+    void* args[] = {&p_, &n_};
+    function_.launch(dim3(1), dim3(256), args, 0, stream_);
+  }
+
+ private:
+  ndarray target_;
+  cudaStream_t stream_;
+  std::shared_ptr<Module> module_;
+  Function function_;
+  void* p_ = nullptr;
+  int n_ = 1;
+};
 
 /// Host microseconds per call of `fn` and of `reference` (a bare launch), in alternating
 /// rounds so both meet the same machine state (clocks, queue, caches move over a run by 10%

@@ -19,8 +19,9 @@
 #include <string_view>
 #include <vector>
 
-#include <kiln/cache/nvrtc_compiler.hpp>
 #include <kiln/kiln.hpp>
+
+#include "bench_util.hpp"
 
 namespace {
 
@@ -62,17 +63,7 @@ int main(int argc, char** argv) {
   kiln::eval_into(kiln::sin(x) * 5 + y * y - 1, z);
   auto r = kiln::empty({}, kiln::float32);
   l2norm(x, r);
-  // `bare`: cuLaunchKernel of an empty kernel, the reference the hit paths are measured against.
-  kiln::cache::CompileRequest req;
-  req.source = "extern \"C\" __global__ void kiln_empty(float* p, int n) {}\n";
-  req.kernel_name = "kiln_empty";
-  req.arch = kiln::device_properties(kiln::current_device()).arch();
-  const auto empty_module = kiln::Module::load(kiln::cache::nvrtc_compile(req).cubin, kiln::current_device());
-  const kiln::Function empty_kernel = empty_module->function("kiln_empty");
-  void* p = z.data();
-  int n1 = 1;
-  void* empty_args[] = {&p, &n1};
-  const auto stream = kiln::current_stream_handle();
+  kiln::bench::BareLaunch bare_launch;  // `bare`: the reference the hit paths are measured against
   kiln::synchronize_device();
   dl_iterate_phdr(find_main_object, nullptr);
   struct sigaction sa {};
@@ -87,7 +78,7 @@ int main(int argc, char** argv) {
     else if (reduction)
       for (int i = 0; i < 200; ++i) l2norm(x, r);
     else if (bare)
-      for (int i = 0; i < 200; ++i) empty_kernel.launch(dim3(1), dim3(256), empty_args, 0, stream);
+      for (int i = 0; i < 200; ++i) bare_launch();
     else
       for (int i = 0; i < 200; ++i) k(x, y, z);
     kiln::current_stream().synchronize();

@@ -247,34 +247,12 @@ void case_imul() {
 }
 
 // 4. Host cost of a cache-hit call on 1 element vs a bare driver launch of an empty kernel.
-// The reference of every host-cost case: cuLaunchKernel of an empty two-argument kernel on one
-// block of the current stream. Cases measure it paired with their own calls
-// (bench::median_host_us_paired): a bare launch measured minutes earlier drifts by 10-15%.
+// The reference of every host-cost case (bench::BareLaunch). Cases measure it paired with
+// their own calls (bench::median_host_us_paired): a bare launch measured minutes earlier
+// drifts by 10-15%.
 const std::function<void()>& bare_launch() {
-  static const std::function<void()> launch = [] {
-    const int dev = current_device();
-    cache::CompileRequest req;
-    req.source = "extern \"C\" __global__ void kiln_empty(float* p, int n) {}\n";
-    req.kernel_name = "kiln_empty";
-    req.arch = device_properties(dev).arch();
-    auto mod = Module::load(cache::nvrtc_compile(req).cubin, dev);
-    static ndarray target(Shape{1}, float32);
-    struct State {
-      std::shared_ptr<Module> mod;
-      Function f;
-      void* p;
-      int n = 1;
-      void* args[2];
-    };
-    auto st = std::make_shared<State>();
-    st->mod = mod;
-    st->f = mod->function("kiln_empty");
-    st->p = target.data();
-    st->args[0] = &st->p;
-    st->args[1] = &st->n;
-    const cudaStream_t s = current_stream_handle();
-    return std::function<void()>([st, s] { st->f.launch(dim3(1), dim3(256), st->args, 0, s); });
-  }();
+  static bench::BareLaunch bare;
+  static const std::function<void()> launch = [] { bare(); };
   return launch;
 }
 
@@ -299,7 +277,6 @@ void case_hit_calls() {
   const int dev = current_device();
   const double bare = bench::median_host_us(bare_launch());
   synchronize_device();
-  constexpr int kBurst = kHostBurst, kRounds = kHostRounds;
   const auto given_b = host_us_vs_bare([&] { k(x1, y1, z1); });
   const auto alloc_b = host_us_vs_bare([&] { ndarray o = k(x1, y1); });
   add_case("hit_call_host_us_given_out_burst", "us", given_b.fn);
@@ -309,25 +286,23 @@ void case_hit_calls() {
       .add("alloc_over_bare", alloc_b.ratio())
       .add("target", 1.3);
   const cudaStream_t s = current_stream_handle();
-  cache::CompileRequest req;
-  req.arch = device_properties(dev).arch();
   int n1 = 1;
 
   // Where the hit path's time goes: my_kernel's own binary launched bare (same 4 arguments),
   // and the runtime queries every call makes.
   const dtype f32[] = {float32, float32, float32};
   const auto spec = k.make_spec(f32, {.vector_width = 4});
-  auto my_mod = Module::load(cache::nvrtc_compile(k.compile_request(spec, req.arch)).cubin, dev);
+  auto my_mod = Module::load(cache::nvrtc_compile(k.compile_request(spec, device_properties(dev).arch())).cubin, dev);
   const Function mf = my_mod->function("my_kernel");
   void *px = x1.data(), *py = y1.data(), *pz = z1.data();
   void* margs[] = {&px, &py, &pz, &n1};
   const double bare_my = bench::median_host_us(
-      [&] { mf.launch(dim3(1), dim3(256), margs, 0, s); }, kBurst, kRounds);
+      [&] { mf.launch(dim3(1), dim3(256), margs, 0, s); }, kHostBurst, kHostRounds);
   synchronize_device();
   int sink = 0;
-  const double get_device = bench::median_host_us([&] { cudaGetDevice(&sink); }, kBurst, kRounds);
+  const double get_device = bench::median_host_us([&] { cudaGetDevice(&sink); }, kHostBurst, kHostRounds);
   const double cur_stream =
-      bench::median_host_us([&] { sink += current_stream_handle() != nullptr; }, kBurst, kRounds);
+      bench::median_host_us([&] { sink += current_stream_handle() != nullptr; }, kHostBurst, kHostRounds);
   add_case("bare_my_kernel_launch_us_burst", "us", bare_my)
       .add("hit_over_bare_my_kernel", given_b.fn / bare_my);
   add_case("cudaGetDevice_us", "us", get_device);

@@ -116,15 +116,6 @@ __global__ void copy_back_rotated(const U* tmp, U* out, std::int64_t count, cons
     out[i] = tmp[i];
 }
 
-template <class U, class T>
-std::size_t native_temp_bytes(const SortJob& job, cudaError_t& e) {
-  std::size_t temp = 0;
-  e = cub::DeviceRadixSort::SortKeys(nullptr, temp, static_cast<const T*>(nullptr),
-                                     static_cast<T*>(nullptr), job.n, 0, int(sizeof(T) * 8),
-                                     job.stream);
-  return temp;
-}
-
 // Calls f with a value of the C++ type CUB should sort for this job (values-only rows).
 template <class U, class F>
 SortStatus with_native_type(const SortJob& job, F&& f) {
@@ -146,8 +137,11 @@ template <class U>
 SortStatus native_plan(const SortJob& job, std::size_t& cub_bytes, std::size_t& total) {
   return with_native_type<U>(job, [&](auto t) -> SortStatus {
     using T = decltype(t);
-    cudaError_t e = cudaSuccess;
-    cub_bytes = align_up(native_temp_bytes<U, T>(job, e));
+    std::size_t temp = 0;
+    const cudaError_t e = cub::DeviceRadixSort::SortKeys(
+        nullptr, temp, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), job.n, 0,
+        int(sizeof(T) * 8), job.stream);
+    cub_bytes = align_up(temp);
     const bool floating = job.kind == sort_key_kind::floating;
     const std::size_t row = align_up(std::size_t(job.n) * sizeof(U));
     total = cub_bytes + (floating && cub_bytes < row ? row - cub_bytes : 0) +

@@ -1,28 +1,18 @@
 // Fused reductions: one ReductionKernel per (expression structure, built-in row), whose map is
 // the built-in's map applied to the expression's value; a process-wide table keyed by the
-// expression's structural hash and the row, like the expression kernel table.
+// expression's structural hash and the row (a cache::MemoryCache, like the expression kernels).
 #include "fused_reduction.hpp"
 
 #include <cstring>
-#include <mutex>
 #include <new>
-#include <shared_mutex>
 #include <type_traits>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "kiln/cache/memory_cache.hpp"
+
 namespace kiln::detail {
 namespace {
-
-struct Table {
-  std::shared_mutex mutex;
-  std::unordered_map<Hash128, std::unique_ptr<ReductionKernel>, Hash128Hash> map;
-};
-Table& table() {
-  static Table* t = new Table;  // never destroyed: kernels may run during exit
-  return *t;
-}
 
 std::unique_ptr<ReductionKernel> make(const reduction_row& row, const char* preamble,
                                       const expression_binding& b) {
@@ -48,17 +38,9 @@ const ReductionKernel& fused_reduction_kernel(const reduction_row& row, const ch
   // The row and preamble are static texts: their addresses name the reduction in-process.
   const std::uint64_t parts[4] = {b.key.hi, b.key.lo, std::uint64_t(reinterpret_cast<std::uintptr_t>(&row)),
                                   std::uint64_t(reinterpret_cast<std::uintptr_t>(preamble))};
-  const Hash128 key = hash128(parts, sizeof parts);
-  auto& tb = table();
-  {
-    std::shared_lock lock(tb.mutex);
-    auto it = tb.map.find(key);
-    if (it != tb.map.end()) return *it->second;
-  }
-  auto k = make(row, preamble, b);
-  std::unique_lock lock(tb.mutex);
-  auto [it, inserted] = tb.map.try_emplace(key, std::move(k));
-  return *it->second;
+  // Never destroyed: kernels may run during exit.
+  static auto* kernels = new cache::MemoryCache<std::unique_ptr<ReductionKernel>>();
+  return *kernels->get_or_create(hash128(parts, sizeof parts), [&] { return make(row, preamble, b); });
 }
 
 void fused_reduce(const reduction_row& row, const char* preamble, const expr& e, const std::int64_t* ddof,

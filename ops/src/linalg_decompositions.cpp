@@ -16,6 +16,7 @@ using detail::leading_view;
 using detail::read_info;
 using detail::scratch;
 using detail::solver_handle;
+using detail::with_type;
 
 svd_shapes svd_shape(const Shape& a, bool full_matrices, bool compute_uv) {
   if (a.size() != 2)
@@ -54,11 +55,6 @@ template <class T> struct Solver;
 KILN_SOLVER_TRAITS(float, S)
 KILN_SOLVER_TRAITS(double, D)
 #undef KILN_SOLVER_TRAITS
-
-template <class F>
-decltype(auto) with_type(dtype t, F&& f) {
-  return t == float32 ? f(float{}) : f(double{});
-}
 
 // SVD of a row-major m x n matrix with n >= m, whose buffer read column-major is the n x m
 // matrix M = A^T with rows >= columns, as every cuSOLVER SVD wants. M = U1 S V1^T gives

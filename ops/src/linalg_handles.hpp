@@ -33,6 +33,11 @@ void require_matrix(const char* op, const ndarray& a, bool square);
 ndarray eye(std::int64_t n, dtype t);
 /// Reads int32 info values back (synchronizes the current stream).
 std::vector<std::int32_t> read_info(const ndarray& info);
+/// Calls f(float{}) for float32 and f(double{}) otherwise (a solver_dtype result).
+template <class F>
+decltype(auto) with_type(dtype t, F&& f) {
+  return t == float32 ? f(float{}) : f(double{});
+}
 
 }  // namespace kiln::linalg::detail
 

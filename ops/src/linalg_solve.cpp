@@ -9,6 +9,9 @@
 #include "linalg_handles.hpp"
 
 namespace kiln::linalg {
+
+using detail::with_type;
+
 namespace {
 
 template <class T> struct Lu;
@@ -21,11 +24,6 @@ template <class T> struct Lu;
 KILN_LU_TRAITS(float, S)
 KILN_LU_TRAITS(double, D)
 #undef KILN_LU_TRAITS
-
-template <class F>
-decltype(auto) with_type(dtype t, F&& f) {
-  return t == float32 ? f(float{}) : f(double{});
-}
 
 // Factorizes the buffer of `lu` (n x n, C-contiguous, overwritten) in place; info[0] gets getrf's.
 void factorize(ndarray& lu, ndarray& pivots, ndarray& info) {

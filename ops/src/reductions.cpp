@@ -3,7 +3,6 @@
 #include "kiln/ops/reductions.hpp"
 
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -12,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "fused_reduction.hpp"
+#include "kiln/cache/memory_cache.hpp"
 #include "kiln/ops/reduction_kernel.hpp"
 #include "kiln/runtime/error.hpp"
 
@@ -86,17 +86,15 @@ constexpr Builtin kCount{"kiln_count_nonzero", "T x", "(long long)kiln_nonzero(x
                          "0", "long long"};
 
 const ReductionKernel& kernel(const Builtin& b) {
-  // One kernel per built-in, made on first use (static locals of a template would need one
-  // function per row; a small map keyed by the row's address does the same).
-  static std::mutex mu;
-  static std::vector<std::pair<const Builtin*, std::unique_ptr<ReductionKernel>>> made;
-  std::lock_guard lock(mu);
-  for (auto& [p, k] : made)
-    if (p == &b) return *k;
-  made.emplace_back(&b, std::make_unique<ReductionKernel>(b.in, "U y", b.map, b.reduce, b.post, b.identity, b.name,
-                                                          reduction_options{.reduce_type = b.reduce_type,
-                                                                            .preamble = kPreamble}));
-  return *made.back().second;
+  // One kernel per built-in, made on first use, keyed by the row's address (the rows are
+  // static). Never destroyed: kernels may run during exit.
+  static auto* kernels = new cache::MemoryCache<std::unique_ptr<ReductionKernel>>();
+  const Builtin* row = &b;
+  return *kernels->get_or_create(hash128(&row, sizeof row), [&] {
+    return std::make_unique<ReductionKernel>(
+        b.in, "U y", b.map, b.reduce, b.post, b.identity, b.name,
+        reduction_options{.reduce_type = b.reduce_type, .preamble = kPreamble});
+  });
 }
 
 dtype sum_dtype(dtype t) {

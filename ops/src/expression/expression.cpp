@@ -8,12 +8,10 @@
 #include <cstring>
 #include <new>
 #include <type_traits>
-#include <mutex>
-#include <shared_mutex>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "kiln/cache/memory_cache.hpp"
 #include "kiln/runtime/error.hpp"
 #include "op_table.hpp"
 
@@ -231,40 +229,11 @@ std::unique_ptr<ElementwiseKernel> make_kernel(std::span<const node_ptr> roots, 
                                              std::move(o));
 }
 
-struct KernelTable {
-  std::shared_mutex mutex;
-  std::unordered_map<Hash128, std::unique_ptr<ElementwiseKernel>, Hash128Hash> map;
-};
-KernelTable& kernel_table() {
-  static KernelTable* t = new KernelTable;  // never destroyed: kernels may run during exit
-  return *t;
-}
-
 const ElementwiseKernel& kernel_for(std::span<const node_ptr> roots, const Walk& w) {
-  const Hash128 key = hash128(w.bytes.data(), w.nbytes);
-  // The structures this thread ran last, by key: a repeated expression takes no lock. Kernels
-  // in the table live until exit, so the pointers stay valid.
-  struct Recent {
-    Hash128 key;
-    const ElementwiseKernel* kernel = nullptr;
-  };
-  thread_local std::array<Recent, 16> recent;
-  Recent& r = recent[key.lo % recent.size()];
-  if (r.kernel && r.key == key) return *r.kernel;
-  auto& t = kernel_table();
-  {
-    std::shared_lock lock(t.mutex);
-    auto it = t.map.find(key);
-    if (it != t.map.end()) {
-      r = {key, it->second.get()};
-      return *r.kernel;
-    }
-  }
-  auto k = make_kernel(roots, w);
-  std::unique_lock lock(t.mutex);
-  auto [it, inserted] = t.map.try_emplace(key, std::move(k));
-  r = {key, it->second.get()};
-  return *r.kernel;
+  // Never destroyed: kernels may run during exit.
+  static auto* kernels = new cache::MemoryCache<std::unique_ptr<ElementwiseKernel>>();
+  return *kernels->get_or_create(hash128(w.bytes.data(), w.nbytes),
+                                 [&] { return make_kernel(roots, w); });
 }
 
 // ---- splitting ----
