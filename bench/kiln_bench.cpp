@@ -750,7 +750,7 @@ int compile_check(int arch) {
   auto meta = [](dtype t) { return ndarray(nullptr, Shape{4}, Shape{std::int64_t(t.itemsize())}, 0, t); };
   const ndarray xf = meta(float32), yf = meta(float32), xd = meta(float64);
   for (const expr& e : {kiln::sin(xf) * 5 + yf * yf, kiln::sin(xf) * 5 + yf * yf - 1, xd * 5, xd * xd, xd + xd}) {
-    const auto& k = kiln::expression_kernel(e);
+    const auto& k = kiln::aot::expression_kernel(e);
     std::vector<dtype> dts;
     for (int j = 0; j < k.nin(); ++j) dts.push_back(k.definition().params[std::size_t(j)].fixed);
     for (const auto& l : layouts) {
@@ -764,7 +764,7 @@ int compile_check(int arch) {
   }
   // The fused reductions the benchmark runs (sum(x * x), norm(x - y), sum(abs(x - y))).
   for (auto [e, r] : {std::pair<expr, const char*>{xf * xf, "sum"}, {xf - yf, "norm2"}, {kiln::abs(xf - yf), "sum"}}) {
-    const ReductionKernel& k = ops::fused_reduction(e, r);
+    const ReductionKernel& k = aot::fused_reduction(e, r);
     std::vector<dtype> dts;
     for (int j = 0; j < k.nin(); ++j) dts.push_back(k.definition().params[std::size_t(j)].fixed);
     dts.push_back(float32);

@@ -441,7 +441,7 @@ struct ElementwiseArgs {
 // One exact specialisation (the manifest's "layout" does the same from a file).
 int run_elementwise(const Common& c, const ElementwiseArgs& a) {
   const int arch = parse_archs({a.arch}).front();
-  kiln::elementwise_options opts;
+  kiln::elementwise_kernel_options opts;
   opts.preamble = a.preamble;
   opts.options = a.options;
   kiln::ElementwiseKernel k(a.in_params, a.out_params, a.operation, a.name, opts);

@@ -124,7 +124,7 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
   Fields f(e.json, {"name", "in_params", "out_params", "operation", "preamble", "loop_prep",
                     "after_loop", "reduce_dims", "no_return", "return_tuple", "options", "dtypes",
                     "scalar_inputs", "max_ndim", "index64", "raw_ndim", "layout"});
-  elementwise_options opts;
+  elementwise_kernel_options opts;
   const std::string in = f.str("in_params", true), out = f.str("out_params", true);
   const std::string op = f.str("operation", true), name = f.str("name", true);
   opts.preamble = f.str("preamble", false);
@@ -202,7 +202,7 @@ std::vector<PrecompileJob> expand_reduction(const Manifest&, const ManifestEntry
   Fields f(e.json, {"name", "in_params", "out_params", "map_expr", "reduce_expr", "post_map_expr",
                     "identity", "reduce_type", "preamble", "options", "dtypes", "scalar_inputs",
                     "max_ndim", "index64"});
-  reduction_options opts;
+  reduction_kernel_options opts;
   const std::string in = f.str("in_params", true), out = f.str("out_params", true);
   const std::string map = f.str("map_expr", true), reduce = f.str("reduce_expr", true);
   const std::string post = f.str("post_map_expr", true), identity = f.str("identity", false);

@@ -3,38 +3,12 @@
 #include <fmt/format.h>
 
 #include "kiln/codegen/device_header.hpp"
+#include "kiln_codegen_device_sources.hpp"
 #include "source_writer.hpp"
 
 namespace kiln::codegen {
 namespace {
 
-// Warp shuffles of any trivially copyable type (moved as 32-bit words) and L1-bypassing loads
-// of other blocks' partials.
-constexpr const char* kReductionSupport = R"KILN(
-template <class kiln_V>
-__device__ __forceinline__ kiln_V kiln_shfl_down(const kiln_V& kiln_x, int kiln_d) {
-  constexpr int kiln_w = (int(sizeof(kiln_V)) + 3) / 4;
-  unsigned kiln_u[kiln_w];
-  memcpy(kiln_u, &kiln_x, sizeof(kiln_V));
-#pragma unroll
-  for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k)
-    kiln_u[kiln_k] = __shfl_down_sync(0xffffffffu, kiln_u[kiln_k], kiln_d);
-  kiln_V kiln_r;
-  memcpy(&kiln_r, kiln_u, sizeof(kiln_V));
-  return kiln_r;
-}
-template <class kiln_V>
-__device__ __forceinline__ kiln_V kiln_load_cg(const kiln_V* kiln_p) {
-  constexpr int kiln_w = int(sizeof(kiln_V)) / 4;
-  unsigned kiln_u[kiln_w];
-#pragma unroll
-  for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k)
-    kiln_u[kiln_k] = __ldcg(reinterpret_cast<const unsigned*>(kiln_p) + kiln_k);
-  kiln_V kiln_r;
-  memcpy(&kiln_r, kiln_u, sizeof(kiln_V));
-  return kiln_r;
-}
-)KILN";
 
 constexpr int kUnroll = 4;  // vectors (or elements) loaded per thread before they are reduced
 
@@ -395,7 +369,7 @@ std::string emit_reduction(const ReductionDefinition& def, const ReductionSpec& 
   // The user's code may name a type no parameter has (a fused expression's float16 map).
   emit_prologue(w, def, s,
                 {def.map_expr, def.reduce_expr, def.post_map_expr, def.reduce_type, def.preamble},
-                kReductionSupport);
+                device_source("kiln_reduction"));
   if (def.reduce_type.empty()) w.line("typedef {} _type_reduce;", s.param_dtype(def.nin).device_type());
   else w.line("typedef {} _type_reduce;", def.reduce_type);
   // `has` is false only for a partial that saw no element of a reduction with no identity.

@@ -5,7 +5,7 @@
 
 #include "kiln/cache/nvrtc_compiler.hpp"
 #include "kiln/codegen/elementwise_emitter.hpp"
-#include "kiln/ops/elementwise_kernel.hpp"
+#include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/runtime/error.hpp"
 
 using namespace kiln;
@@ -131,7 +131,7 @@ TEST_CASE("kiln_cast compiles for every pair of dtypes", "[codegen]") {
 }
 
 TEST_CASE("user macros like -DX=1 -DT=1 -DN=1 reach user code and break nothing", "[codegen]") {
-  elementwise_options o;
+  elementwise_kernel_options o;
   o.options = {"-DX=1", "-DT=1", "-DN=1", "-Dcomplex_unused=2", "-DSCALE=3"};
   o.preamble = "__device__ U twice(U v) { return v * U(2); }\n";
   o.loop_prep = "__shared__ int kiln_unused_shared; U bias = U(X + N);";
@@ -166,7 +166,7 @@ TEST_CASE("NVRTC errors in user code point at the user's own lines", "[codegen]"
     CHECK_THAT(e.log(), Catch::Contains("operation(2): error"));
     CHECK_THAT(std::string(e.what()), Catch::Contains("bad_op"));
   }
-  elementwise_options o;
+  elementwise_kernel_options o;
   o.preamble = "// fine\n__device__ int f() { return missing_symbol; }";
   ElementwiseKernel p("float32 x", "float32 z", "z = x", "bad_preamble", o);
   try {

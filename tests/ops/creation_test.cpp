@@ -4,7 +4,7 @@
 
 #include "kiln/cache/nvrtc_compiler.hpp"
 #include "kiln/kiln.hpp"
-#include "kiln/ops/elementwise_builtins.hpp"
+#include "kiln/engine/elementwise_builtins.hpp"
 #include "support/test_support.hpp"
 
 using namespace kiln;
@@ -36,7 +36,7 @@ TEST_CASE("fill compiles for every dtype and layout", "[ops]") {
   for (dtype t : kAllDtypes)
     for (const auto& layout : kLayouts) {
       INFO(t.name() << " layout " << int(layout.layout) << " ndim " << layout.ndim);
-      compile_with_scalars(ops::fill_kernel(t), {t, t}, {0}, layout);
+      compile_with_scalars(builtin::fill_kernel(t), {t, t}, {0}, layout);
     }
 }
 
@@ -44,9 +44,9 @@ TEST_CASE("arange and linspace compile for every output dtype", "[ops]") {
   test::ScopedEnv mem("KILN_CACHE_IN_MEMORY", "1");
   for (dtype t : kAllDtypes) {
     INFO(t.name());
-    compile_with_scalars(ops::arange_int_kernel(), {int64, int64, t}, {0, 1});
-    compile_with_scalars(ops::arange_float_kernel(), {float64, float64, t}, {0, 1});
-    compile_with_scalars(ops::linspace_kernel(), {float64, float64, float64, int64, bool_, t},
+    compile_with_scalars(builtin::arange_int_kernel(), {int64, int64, t}, {0, 1});
+    compile_with_scalars(builtin::arange_float_kernel(), {float64, float64, t}, {0, 1});
+    compile_with_scalars(builtin::linspace_kernel(), {float64, float64, float64, int64, bool_, t},
                          {0, 1, 2, 3, 4});
   }
 }
@@ -54,7 +54,7 @@ TEST_CASE("arange and linspace compile for every output dtype", "[ops]") {
 TEST_CASE("copy compiles for every dtype, contiguous and strided", "[ops]") {
   test::ScopedEnv mem("KILN_CACHE_IN_MEMORY", "1");
   for (dtype t : kAllDtypes)
-    for (const auto& layout : kLayouts) compile_with_scalars(ops::copy_kernel(), {t, t}, {}, layout);
+    for (const auto& layout : kLayouts) compile_with_scalars(builtin::copy_kernel(), {t, t}, {}, layout);
 }
 
 TEST_CASE("creation argument errors are raised before any device work", "[ops]") {

@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 
 #include "kiln/cache/cache_stats.hpp"
-#include "kiln/ops/elementwise_builtins.hpp"
-#include "kiln/ops/elementwise_kernel.hpp"
-#include "kiln/ops/expression.hpp"
+#include "kiln/engine/elementwise_builtins.hpp"
+#include "kiln/engine/elementwise_kernel.hpp"
+#include "kiln/engine/expression.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -135,7 +135,7 @@ TEMPLATE_TEST_CASE("casts between dtypes follow NumPy", "[ops][gpu]", bool, std:
   auto run = [&](auto to) {
     using To = decltype(to);
     ndarray y = poisoned({std::int64_t(n)}, dtype_of<To>());
-    ops::cast_kernel()(x, y);
+    builtin::cast_kernel()(x, y);
     std::vector<To> want(n);
     for (std::size_t k = 0; k < n; ++k) want[k] = host_cast<To>(From(hx[k]));
     if constexpr (std::is_same_v<To, bool>) {

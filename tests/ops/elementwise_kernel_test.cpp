@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "call/kernel_call.hpp"
-#include "elementwise_plan.hpp"
+#include "elementwise/elementwise_plan.hpp"
 #include "kiln/cache/compile_cache.hpp"
-#include "kiln/ops/elementwise_builtins.hpp"
-#include "kiln/ops/elementwise_kernel.hpp"
+#include "kiln/engine/elementwise_builtins.hpp"
+#include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/memory.hpp"
 #include "support/test_support.hpp"

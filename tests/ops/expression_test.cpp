@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "expression/op_table.hpp"
+#include "kiln/codegen/op_table.hpp"
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/kiln.hpp"
 #include "support/test_support.hpp"
@@ -195,12 +195,12 @@ TEST_CASE("expression keys are structural: scalar values share a key, dtypes and
   CHECK_FALSE(expression_key(x * 5) == expression_key(x * y));
   CHECK_FALSE(expression_key(x * x) == expression_key(x * y));   // an input used twice is one leaf
   CHECK_FALSE(expression_key(x + y) == expression_key(x - y));
-  CHECK(expression_leaves(x * x + x).size() == 1);
-  CHECK(expression_leaves(x * 2 + y * 3).size() == 4);
+  CHECK(aot::expression_leaves(x * x + x).size() == 1);
+  CHECK(aot::expression_leaves(x * 2 + y * 3).size() == 4);
   // The same structure finds the same generated kernel (no new source).
-  CHECK(&expression_kernel(kiln::sin(x) * 5 + y * y) == &expression_kernel(kiln::sin(y) * 7 + x * x));
+  CHECK(&aot::expression_kernel(kiln::sin(x) * 5 + y * y) == &aot::expression_kernel(kiln::sin(y) * 7 + x * x));
   // Layout and index width are the kernel spec's: another spec, another loaded-kernel key.
-  const auto& k = expression_kernel(x * y);
+  const auto& k = aot::expression_kernel(x * y);
   const std::vector<dtype> dts{float32, float32};
   const auto contiguous = k.make_spec(dts, {.vector_width = 4});
   const auto strided = k.make_spec(dts, {.layout = codegen::Layout::strided, .ndim = 2});
@@ -249,9 +249,9 @@ TEST_CASE("expressions built on several threads and dropped on others keep types
 TEST_CASE("the reduction hook gives the map expression over named parameters", "[ops]") {
   const auto x = meta({3}), y = meta({3}, float64);
   const auto m = expression_map(x * x + y);
-  CHECK(m.params == "float32 in0, float64 in1");
-  CHECK(m.map.find("in0") != std::string::npos);
-  CHECK(m.map.find("in1") != std::string::npos);
+  CHECK(m.in_params == "float32 in0, float64 in1");
+  CHECK(m.code.find("in0") != std::string::npos);
+  CHECK(m.code.find("in1") != std::string::npos);
   CHECK(m.helpers.empty());
   CHECK_FALSE(expression_map(kiln::maximum(x, y)).helpers.empty());
 }
@@ -296,7 +296,7 @@ TEST_CASE("every operator and function compiles with NVRTC for sm_90 in every dt
     int ops = 0;
     for (const expr& e : all_ops(x, y)) {
       ops += 1;
-      const auto& k = expression_kernel(e);
+      const auto& k = aot::expression_kernel(e);
       std::vector<dtype> dts;
       for (int j = 0; j < k.nin(); ++j) dts.push_back(k.definition().params[std::size_t(j)].fixed);
       CHECK_FALSE(k.compile_for(k.make_spec(dts), 90).cubin.empty());
@@ -305,7 +305,7 @@ TEST_CASE("every operator and function compiles with NVRTC for sm_90 in every dt
   }
   // Weak scalars are kernel parameters of the loop dtype.
   const auto x = meta({3}, float16);
-  const auto& k = expression_kernel(x * 2.5 + 1);
+  const auto& k = aot::expression_kernel(x * 2.5 + 1);
   CHECK(k.definition().params[1].fixed == float16);
 }
 

@@ -51,7 +51,7 @@ TEST_CASE("sum(x * x) is one fused kernel with no temporary", "[ops][gpu]") {
   // The same with a scalar leaf and a repeat (the cached kernel; scalar values are arguments).
   CHECK(close(sum(x * x * 2).get<float>()[0], 2 * want, 1e-5));
   CHECK(close(sum(x * x * 3).get<float>()[0], 3 * want, 1e-5));
-  CHECK(&ops::fused_reduction(x * x * 2, "sum") == &ops::fused_reduction(x * x * 3, "sum"));
+  CHECK(&aot::fused_reduction(x * x * 2, "sum") == &aot::fused_reduction(x * x * 3, "sum"));
 }
 
 TEST_CASE("max(abs(x - y), axis=1) and argmax fuse over rows", "[ops][gpu]") {

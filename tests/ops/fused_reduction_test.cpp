@@ -40,10 +40,10 @@ TEST_CASE("fused reductions compile for sm_90 for every dtype class", "[ops]") {
                            r == "var" || r == "std";
       if (t.is_complex() && ordered && r.substr(0, 4) != "norm") continue;
       INFO(r << " " << t.name());
-      const ReductionKernel& k = ops::fused_reduction(e, r);
+      const ReductionKernel& k = aot::fused_reduction(e, r);
       std::vector<dtype> dts;
       std::vector<int> scalars;
-      const auto leaves = expression_leaves(e);
+      const auto leaves = aot::expression_leaves(e);
       for (std::size_t j = 0; j < leaves.size(); ++j) {
         dts.push_back(k.definition().params[j].fixed);
         if (!leaves[j].is_array()) scalars.push_back(int(j));
@@ -63,21 +63,21 @@ TEST_CASE("fused reductions compile for sm_90 for every dtype class", "[ops]") {
 
 TEST_CASE("a fused reduction's kernel is keyed by the expression's structure", "[ops]") {
   const ndarray x = meta({8}, float32), y = meta({8}, float32), d = meta({8}, float64);
-  const ReductionKernel& k = ops::fused_reduction(x * 5, "sum");
-  CHECK(&ops::fused_reduction(x * 6, "sum") == &k);        // scalar values are arguments
-  CHECK(&ops::fused_reduction(y * 2.5, "sum") == &k);      // another array, same structure
-  CHECK(&ops::fused_reduction(x * 5, "max") != &k);        // another reduction
-  CHECK(&ops::fused_reduction(d * 5, "sum") != &k);        // another dtype
-  CHECK(&ops::fused_reduction(x * y, "sum") != &k);        // another structure
+  const ReductionKernel& k = aot::fused_reduction(x * 5, "sum");
+  CHECK(&aot::fused_reduction(x * 6, "sum") == &k);        // scalar values are arguments
+  CHECK(&aot::fused_reduction(y * 2.5, "sum") == &k);      // another array, same structure
+  CHECK(&aot::fused_reduction(x * 5, "max") != &k);        // another reduction
+  CHECK(&aot::fused_reduction(d * 5, "sum") != &k);        // another dtype
+  CHECK(&aot::fused_reduction(x * y, "sum") != &k);        // another structure
   // x * x reads x once: another structure than two arrays (metadata-only arrays of one shape
   // count as the same array, so the second one here has another shape).
   const ndarray z = meta({1, 8}, float32);
-  CHECK(&ops::fused_reduction(x * x, "sum") != &ops::fused_reduction(x * z, "sum"));
-  CHECK(ops::fused_reduction(x * x, "sum").nin() == 1);
-  CHECK(&ops::fused_reduction(x - y, "norm2") == &ops::fused_reduction(y - x, "norm2"));
+  CHECK(&aot::fused_reduction(x * x, "sum") != &aot::fused_reduction(x * z, "sum"));
+  CHECK(aot::fused_reduction(x * x, "sum").nin() == 1);
+  CHECK(&aot::fused_reduction(x - y, "norm2") == &aot::fused_reduction(y - x, "norm2"));
   CHECK(k.nin() == 2);
   CHECK(k.definition().params[1].fixed == float32);  // the weak scalar takes x's dtype
-  CHECK_THROWS_AS(ops::fused_reduction(x * 5, "median"), ValueError);
+  CHECK_THROWS_AS(aot::fused_reduction(x * 5, "median"), ValueError);
 }
 
 TEST_CASE("fused reductions pick the expression overload and check before the device", "[ops]") {
@@ -111,5 +111,5 @@ TEST_CASE("fused reductions take NumPy's result dtypes for the expression's dtyp
   CHECK(result_dtype("max", (f16 * f16).dtype()) == float16);
   CHECK(result_dtype("norm2", (b & b).dtype()) == float64);
   // The kernel computes in the expression's dtype: its map starts from T = the expression's type.
-  CHECK(ops::fused_reduction(i8 + i8, "sum").definition().preamble.find("typedef signed char T;") != std::string::npos);
+  CHECK(aot::fused_reduction(i8 + i8, "sum").definition().preamble.find("typedef signed char T;") != std::string::npos);
 }

@@ -13,7 +13,7 @@
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/cache/nvrtc_compiler.hpp"
 #include "kiln/kiln.hpp"
-#include "raw_checks.hpp"
+#include "raw/raw_checks.hpp"
 #include "support/test_support.hpp"
 
 using namespace kiln;

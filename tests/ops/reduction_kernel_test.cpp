@@ -7,7 +7,7 @@
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/codegen/launch_config.hpp"
 #include "kiln/codegen/reduction_emitter.hpp"
-#include "kiln/ops/reduction_kernel.hpp"
+#include "kiln/engine/reduction_kernel.hpp"
 #include "kiln/runtime/axes.hpp"
 #include "kiln/runtime/error.hpp"
 #include "support/test_support.hpp"

@@ -77,4 +77,17 @@ class MemoryCache {
   std::atomic<std::size_t> size_{0};
 };
 
+/// THE lifetime of kiln's process-wide kernel tables (loaded kernels, expression kernels,
+/// fused and built-in reductions): made on first use, never destroyed. Kernels may be
+/// launched from static destructors and exit handlers, and modules must not be unloaded
+/// after the driver has shut down at exit. `Tag` names the table.
+///
+///   auto& t = process_table<std::unique_ptr<ElementwiseKernel>, struct expression_kernels>();
+///   const ElementwiseKernel& k = *t.get_or_create(key, [&] { return make(); });
+template <class V, class Tag>
+MemoryCache<V>& process_table() {
+  static auto* table = new MemoryCache<V>();
+  return *table;
+}
+
 }  // namespace kiln::cache

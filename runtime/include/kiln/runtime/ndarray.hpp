@@ -23,32 +23,6 @@
 
 namespace kiln {
 
-namespace detail {
-// The kernel-backed ndarray members call these; each finds its ops/ function (same name,
-// namespace kiln, <kiln/ops/copying.hpp>) by argument-dependent lookup where a member is used.
-template <class A> A ops_reshape(const A& a, const Shape& s) { return reshape(a, s); }
-template <class A> A ops_ravel(const A& a) { return ravel(a); }
-template <class A> A ops_to_device(const A& a, int device) { return to_device(a, device); }
-template <class A> A ops_copy(const A& a) { return copy(a); }
-template <class A> A ops_astype(const A& a, dtype t) { return astype(a, t); }
-template <class A> void ops_fill(A& a, const scalar& v) { fill(a, v); }
-// Reductions: the functions of <kiln/ops/reductions.hpp>. `std` is also a namespace, so a
-// function of that name is declared here (never defined) to make `std(a, ...)` a call that
-// argument-dependent lookup completes with kiln::std.
-void std(struct ops_std_tag*);
-template <class A> A ops_sum(const A& a, axes x, bool k) { return sum(a, x, k); }
-template <class A> A ops_prod(const A& a, axes x, bool k) { return prod(a, x, k); }
-template <class A> A ops_min(const A& a, axes x, bool k) { return min(a, x, k); }
-template <class A> A ops_max(const A& a, axes x, bool k) { return max(a, x, k); }
-template <class A> A ops_mean(const A& a, axes x, bool k) { return mean(a, x, k); }
-template <class A, class R> A ops_var(const A& a, axes x, bool k, const R& r) { return var(a, x, k, r); }
-template <class A, class R> A ops_std(const A& a, axes x, bool k, const R& r) { return std(a, x, k, r); }
-template <class A> A ops_argmin(const A& a, axes x, bool k) { return argmin(a, x, k); }
-template <class A> A ops_argmax(const A& a, axes x, bool k) { return argmax(a, x, k); }
-template <class A> A ops_all(const A& a, axes x, bool k) { return all_of(a, x, k); }
-template <class A> A ops_any(const A& a, axes x, bool k) { return any(a, x, k); }
-}  // namespace detail
-
 /// Python's slice(start, stop, step); an empty optional is Python's None.
 struct slice {
   std::optional<std::int64_t> start, stop;
@@ -101,8 +75,7 @@ class ndarray {
   // ---- views (no copy) ----
   /// NumPy's reshape: a view when strides allow, else a C-order copy. One dimension may be -1.
   /// (May copy, so it is kernel-backed: see "kernel-backed members" below.)
-  template <class Self = ndarray>
-  Self reshape(const Shape& new_shape) const { return detail::ops_reshape(self<Self>(), new_shape); }
+  ndarray reshape(const Shape& new_shape) const;
   /// The reshaped view, or nullopt when the strides do not allow one (NumPy's rule).
   std::optional<ndarray> reshape_view(const Shape& new_shape) const;
   ndarray transpose() const;                    // reverses axes
@@ -114,8 +87,7 @@ class ndarray {
   ndarray broadcast_to(const Shape& shape) const;
   ndarray swapaxes(std::int64_t a, std::int64_t b) const;
   /// A view when C-contiguous, else a C-order copy (kernel-backed).
-  template <class Self = ndarray>
-  Self ravel() const { return detail::ops_ravel(self<Self>()); }
+  ndarray ravel() const;
   /// Basic indexing: x(1, kiln::slice(0, 4, 2), kiln::newaxis, kiln::ellipsis).
   ndarray operator()(std::span<const index> subscripts) const;
   template <class... I>
@@ -150,61 +122,38 @@ class ndarray {
   void copy_from_host(const void* src);
   /// A contiguous copy of this array on another device (peer copy when possible, else staged;
   /// kernel-backed for non-contiguous arrays).
-  template <class Self = ndarray>
-  Self to_device(int device) const { return detail::ops_to_device(self<Self>(), device); }
+  ndarray to_device(int device) const;
 
   // ---- kernel-backed members ----
-  // Thin forwards to the free functions of <kiln/ops/copying.hpp> (kiln::copy, kiln::astype,
-  // kiln::fill, ...), found when used: runtime/ itself has no kernels and links on its own.
-  // Include <kiln/kiln.hpp> (or that header) to call them.
+  // Declared here, defined by the library floor (ops/library/src/ndarray_members.cpp) as
+  // forwards to its free functions of the same names (<kiln/library/copying.hpp>,
+  // <kiln/library/reductions.hpp>): runtime/ has no kernels and links on its own, and a
+  // program calling these links kiln::kiln. This is the one place runtime/ names work done
+  // above it.
   /// A C-contiguous copy (any layout, any source).
-  template <class Self = ndarray>
-  Self copy() const { return detail::ops_copy(self<Self>()); }
+  ndarray copy() const;
   /// A converted copy, with NumPy's casting of values (float->int truncates, complex->real
   /// drops the imaginary part, x->bool is x != 0).
-  template <class Self = ndarray>
-  Self astype(kiln::dtype t) const { return detail::ops_astype(self<Self>(), t); }
+  ndarray astype(kiln::dtype t) const;
   /// Sets every element (any layout) to `value` converted with NumPy's assignment rules.
-  template <class Self = ndarray>
-  void fill(const scalar& value) { detail::ops_fill(static_cast<Self&>(*this), value); }
+  void fill(const scalar& value);
 
-  // ---- reductions (kernel-backed: <kiln/ops/reductions.hpp>, NumPy's result dtypes) ----
+  // ---- reductions (NumPy's result dtypes; kiln::sum etc. with more options) ----
   // axis: every axis by default, an int (negative from the end) or several ({0, 2}).
-  template <class Self = ndarray>
-  Self sum(axes axis = {}, bool keepdims = false) const { return detail::ops_sum(self<Self>(), axis, keepdims); }
-  template <class Self = ndarray>
-  Self prod(axes axis = {}, bool keepdims = false) const { return detail::ops_prod(self<Self>(), axis, keepdims); }
-  template <class Self = ndarray>
-  Self min(axes axis = {}, bool keepdims = false) const { return detail::ops_min(self<Self>(), axis, keepdims); }
-  template <class Self = ndarray>
-  Self max(axes axis = {}, bool keepdims = false) const { return detail::ops_max(self<Self>(), axis, keepdims); }
-  template <class Self = ndarray>
-  Self mean(axes axis = {}, bool keepdims = false) const { return detail::ops_mean(self<Self>(), axis, keepdims); }
+  ndarray sum(axes axis = {}, bool keepdims = false) const;
+  ndarray prod(axes axis = {}, bool keepdims = false) const;
+  ndarray min(axes axis = {}, bool keepdims = false) const;
+  ndarray max(axes axis = {}, bool keepdims = false) const;
+  ndarray mean(axes axis = {}, bool keepdims = false) const;
   /// Variance with N - ddof in the denominator.
-  template <class Self = ndarray, class R = struct reduce_args>
-  Self var(axes axis = {}, bool keepdims = false, int ddof = 0) const {
-    R r{};
-    r.ddof = ddof;
-    return detail::ops_var(self<Self>(), axis, keepdims, r);
-  }
-  template <class Self = ndarray, class R = struct reduce_args>
-  Self std(axes axis = {}, bool keepdims = false, int ddof = 0) const {
-    R r{};
-    r.ddof = ddof;
-    return detail::ops_std(self<Self>(), axis, keepdims, r);
-  }
-  template <class Self = ndarray>
-  Self argmin(axes axis = {}, bool keepdims = false) const { return detail::ops_argmin(self<Self>(), axis, keepdims); }
-  template <class Self = ndarray>
-  Self argmax(axes axis = {}, bool keepdims = false) const { return detail::ops_argmax(self<Self>(), axis, keepdims); }
-  template <class Self = ndarray>
-  Self all(axes axis = {}, bool keepdims = false) const { return detail::ops_all(self<Self>(), axis, keepdims); }
-  template <class Self = ndarray>
-  Self any(axes axis = {}, bool keepdims = false) const { return detail::ops_any(self<Self>(), axis, keepdims); }
+  ndarray var(axes axis = {}, bool keepdims = false, int ddof = 0) const;
+  ndarray std(axes axis = {}, bool keepdims = false, int ddof = 0) const;
+  ndarray argmin(axes axis = {}, bool keepdims = false) const;
+  ndarray argmax(axes axis = {}, bool keepdims = false) const;
+  ndarray all(axes axis = {}, bool keepdims = false) const;
+  ndarray any(axes axis = {}, bool keepdims = false) const;
 
  private:
-  template <class Self>
-  const Self& self() const noexcept { return static_cast<const Self&>(*this); }
   void check_host_type(kiln::dtype t) const;
   void update_size() noexcept;
 

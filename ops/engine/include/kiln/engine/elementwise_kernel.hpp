@@ -1,0 +1,112 @@
+#pragma once
+// kiln::ElementwiseKernel: CuPy's ElementwiseKernel in C++. A kernel is defined once from
+// strings; each call binds dtypes, broadcasts, and runs one generated CUDA kernel on the
+// current device's current stream.
+//
+//   kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z",
+//                             "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
+//   kiln::ndarray z = k(x, y);          // allocates z with the broadcast shape
+//   k(x, y, z);                         // writes into z (returned too)
+//   k(x, 2.0f, z, kiln::launch_options{.block_size = 128, .stream = &s});
+//
+// Parameters: "[raw] type name, ..." with NumPy dtype names or one-letter placeholders
+// (T, U) bound from the dtypes of the arrays passed: outputs first, then inputs; arrays must
+// match exactly (no promotion; TypeError otherwise); scalars are converted to their
+// parameter's dtype with NumPy's assignment rules (ValueError if an integer does not fit).
+//
+// In the operation: parameter names are elements (inputs by value, outputs by reference to
+// the output element); raw parameters are whole arrays: x[i], x[{i0, i1}], x.size(),
+// x.shape()[d], x.strides()[d] (bytes); `i` is the flat loop index, `_ind.size()` the loop
+// size; placeholders are typedefs; kiln_cast<U>(v) converts like NumPy's astype.
+//
+// Calls: nin arguments, or nin + nout with the outputs. Non-raw arguments (outputs too)
+// broadcast NumPy's way; a passed non-raw output must have exactly the broadcast shape; an
+// output may be an input (in place); inputs that partly overlap an output are copied first.
+// Zero-size loops return the (allocated) outputs without compiling or launching.
+//
+// NVRTC options: --std=c++17 and -ftz=true by default (CuPy's); -D/-U options become
+// #define/#undef lines visible to user code only (so -DT=1 cannot break kiln or NVRTC).
+//
+// Cost: the first call per (dtypes, layout class, device) generates, compiles (or loads from
+// the disk cache) and loads the kernel; later calls hash a small POD key, find the loaded
+// function in memory and launch: no string building, NVRTC, file I/O or allocation other
+// than outputs.
+#include <array>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/cache/binary.hpp"
+#include "kiln/cache/compile_request.hpp"
+#include "kiln/codegen/elementwise_definition.hpp"
+#include "kiln/codegen/elementwise_spec.hpp"
+#include "kiln/engine/ahead_of_time.hpp"
+#include "kiln/engine/kernel_arg.hpp"
+#include "kiln/engine/kernel_result.hpp"
+#include "kiln/engine/launch_options.hpp"
+
+namespace kiln {
+
+struct elementwise_kernel_options {
+  std::string preamble;    // file scope, before the kernel
+  std::string loop_prep;   // kernel scope, before the loop
+  std::string after_loop;  // kernel scope, after the loop
+  /// Merge contiguous axes before indexing (CuPy's reduce_dims). Off: strided kernels index
+  /// the full broadcast shape.
+  bool reduce_dims = true;
+  /// Calls return an empty kernel_result (outputs are still computed).
+  bool no_return = false;
+  /// Calls return an indexable result even for one output (never an ndarray).
+  bool return_tuple = false;
+  /// NVRTC options, e.g. {"--use_fast_math", "-DMY_FLAG=2"}.
+  std::vector<std::string> options;
+};
+/// The name before 0.2.
+using elementwise_options [[deprecated("renamed elementwise_kernel_options")]] = elementwise_kernel_options;
+
+class ElementwiseKernel {
+ public:
+  /// Parses and checks everything that can be checked without a GPU; throws SignatureError.
+  ElementwiseKernel(std::string_view in_params, std::string_view out_params,
+                    std::string operation, std::string_view name,
+                    elementwise_kernel_options options = {});
+
+  /// k(inputs...), k(inputs..., outputs...), each optionally followed by launch_options.
+  template <class... A>
+  kernel_result operator()(A&&... args) const {
+    const std::array<kernel_arg, sizeof...(A)> argv{kernel_arg(args)...};
+    return call(std::span<const kernel_arg>(argv.data(), argv.size()));
+  }
+  /// The same, with arguments gathered at run time (a trailing launch_options is allowed).
+  kernel_result call(std::span<const kernel_arg> args) const;
+
+  const std::string& name() const noexcept { return def_->name; }
+  int nin() const noexcept { return def_->nin; }
+  int nout() const noexcept { return def_->nout; }
+  const codegen::ElementwiseDefinition& definition() const noexcept { return *def_; }
+
+  // ---- ahead of time (no GPU needed): kiln-cache, CPU tests ----
+  /// Every spec a call with arrays of target.dtypes can ask for (see aot_target), and their
+  /// compile requests for `arch` (e.g. 90). Throws TypeError / ValueError for dtypes or a
+  /// layout no call could produce.
+  std::vector<codegen::ElementwiseSpec> specs(const aot_target& target) const;
+  std::vector<cache::CompileRequest> compile_requests(const aot_target& target, int arch) const;
+  /// One spec, for an exact layout; every field is checked (ValueError names it and the
+  /// allowed values).
+  codegen::ElementwiseSpec make_spec(std::span<const dtype> arg_dtypes,
+                                     const elementwise_layout& layout = {}) const;
+  /// The CUDA C++ source for a spec.
+  std::string source(const codegen::ElementwiseSpec& spec) const;
+  cache::CompileRequest compile_request(const codegen::ElementwiseSpec& spec, int arch) const;
+  /// Generates and compiles (through the disk cache) for `arch`. Throws CompileError (NVRTC
+  /// log with `operation(line)` positions, options, numbered source, kernel name).
+  cache::Binary compile_for(const codegen::ElementwiseSpec& spec, int arch) const;
+
+ private:
+  std::shared_ptr<const codegen::ElementwiseDefinition> def_;
+  bool reduce_dims_, no_return_, return_tuple_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,49 @@
+#pragma once
+// Reductions written as code over one element, run over an ndarray or fused with an
+// expression: `sum(x * x)` is ONE reduction kernel whose map is the expression's (reading x
+// directly, no temporary). The library's built-in reductions (sum, var, linalg::norm, ...)
+// are rows of this type; a user can add one the same way.
+//
+//   // static storage: a row's address names its kernels in the process
+//   static const kiln::reduction_code kSumSquares{
+//       .name = "sum_squares", .map = "kiln_cast<U>(x) * kiln_cast<U>(x)", .reduce = "a + b",
+//       .post = "y = a", .identity = "0"};
+//   kiln::reduction_kernel(kSumSquares)(x, out, kiln::reduce_options{.axis = 1});
+//   kiln::reduce_expression(kSumSquares, x - y, nullptr, out, {.axis = 1});   // fused
+#include <cstdint>
+
+#include "kiln/engine/expression.hpp"
+#include "kiln/engine/reduce_options.hpp"
+#include "kiln/engine/reduction_kernel.hpp"
+
+namespace kiln {
+
+/// A reduction as code over one input element `x` of placeholder type T into one output
+/// `U y`, in ReductionKernel's terms. Rows must have static storage duration: a row's
+/// address keys its kernels, so a hit hashes a pointer, never text.
+struct reduction_code {
+  const char* name = "";         // the kernel's name (a fused kernel's is name + "_expr")
+  const char* in = "T x";        // "T x", or "T x, raw int64 ddof"
+  const char* map = "x";         // over x (may read x more than once, and _J)
+  const char* reduce = "a + b";  // over a, b
+  const char* post = "y = a";    // statements setting y from a
+  const char* identity = "";     // "" for none
+  const char* reduce_type = "";  // "" for U
+  const char* preamble = "";     // file-scope device code the row uses
+};
+
+/// The ReductionKernel running `code` over arrays (inputs: `in`; output `U y`), made once per
+/// process.
+const ReductionKernel& reduction_kernel(const reduction_code& code);
+
+/// The ReductionKernel running `code` over expressions of e's structure: its parameters are
+/// e's distinct leaves (expression_leaves), then `raw int64 ddof` when `in` has it, then the
+/// output (placeholder U). Made once per (structure, row); for ahead-of-time compiles.
+const ReductionKernel& fused_reduction_kernel(const reduction_code& code, const expr& e);
+
+/// Runs `code` over e into `out` (shape and dtype already checked by the caller): one kernel
+/// on the current stream. ddof: the value of the row's `raw int64 ddof`, if it has one.
+void reduce_expression(const reduction_code& code, const expr& e, const std::int64_t* ddof,
+                       const ndarray& out, const reduce_options& ro);
+
+}  // namespace kiln

@@ -1,0 +1,97 @@
+#pragma once
+// kiln::ReductionKernel: CuPy's ReductionKernel in C++. Each output element reduces the
+// mapped input elements of its position along the reduced axes, in one generated kernel.
+//
+//   kiln::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+//   kiln::ndarray n = l2norm(x);                                        // every axis: 0-d
+//   kiln::ndarray rows = l2norm(x, kiln::reduce_options{.axis = 1});    // per row
+//   l2norm(x, z, kiln::reduce_options{.axis = -1, .keepdims = true});  // into z
+//
+// Code (as CuPy's): map_expr maps input elements (names of the inputs) to the reduce type;
+// reduce_expr combines `a` and `b`; post_map_expr (one or more statements) reads `a` and
+// assigns the outputs; identity is the reduce type's neutral value ("" for none). Also
+// visible: _i (output index), _J (position along the reduced axes, C order: argmax-style
+// kernels), _j (= _i * reduced size + _J), _in_ind.size(), _out_ind.size(), _type_reduce.
+// reduce_type (default: the first output's type) may be a struct or template of the preamble.
+// Parameters and placeholders type exactly as ElementwiseKernel's.
+//
+// Calls: k(inputs...), k(inputs..., outputs...), then optionally reduce_options (axis,
+// keepdims, or the outputs as .out, not both) and launch_options (block_size a multiple of
+// 32). Inputs broadcast against each other; the reduced axes are those of the broadcast shape.
+// Every output is returned (kernel_result: several outputs index as r[0], r[1]).
+// An empty reduction gives post_map(identity); with no identity it throws ValueError
+// "zero-size array to reduction operation NAME which has no identity". A non-empty reduction
+// with no identity starts from its first element, so a max of negative values is negative.
+//
+// Generated code: the output and reduced axes are collapsed separately, then a warp or block
+// per output row (contiguous rows, vector loads), a thread per output across contiguous
+// columns (reducing an outer axis), with blocks splitting long rows or columns; a full
+// reduction is many blocks whose partials the last block combines in the same launch.
+#include <array>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/cache/binary.hpp"
+#include "kiln/cache/compile_request.hpp"
+#include "kiln/codegen/reduction_definition.hpp"
+#include "kiln/codegen/reduction_spec.hpp"
+#include "kiln/engine/ahead_of_time.hpp"
+#include "kiln/engine/kernel_arg.hpp"
+#include "kiln/engine/kernel_result.hpp"
+#include "kiln/engine/launch_options.hpp"
+#include "kiln/engine/reduce_options.hpp"
+
+namespace kiln {
+
+struct reduction_kernel_options {
+  /// C++ type of `a`/`b`: a dtype name, placeholder or preamble type; "" = first output's.
+  std::string reduce_type;
+  std::string preamble;  // file scope, before the kernel
+  /// Calls return an indexable result even for one output.
+  bool return_tuple = false;
+  /// NVRTC options, e.g. {"--use_fast_math", "-DMY_FLAG=2"}.
+  std::vector<std::string> options;
+};
+/// The name before 0.2 (too close to the per-call reduce_options).
+using reduction_options [[deprecated("renamed reduction_kernel_options")]] = reduction_kernel_options;
+
+class ReductionKernel {
+ public:
+  /// Parses and checks everything that can be checked without a GPU; throws SignatureError.
+  ReductionKernel(std::string_view in_params, std::string_view out_params, std::string map_expr,
+                  std::string reduce_expr, std::string post_map_expr, std::string identity,
+                  std::string_view name, reduction_kernel_options options = {});
+  /// From a definition built programmatically (e.g. the fused-expression generator).
+  explicit ReductionKernel(codegen::ReductionDefinition def, bool return_tuple = false);
+
+  template <class... A>
+  kernel_result operator()(A&&... args) const {
+    const std::array<kernel_arg, sizeof...(A)> argv{kernel_arg(args)...};
+    return call(std::span<const kernel_arg>(argv.data(), argv.size()));
+  }
+  kernel_result call(std::span<const kernel_arg> args) const;
+
+  const std::string& name() const noexcept { return def_->name; }
+  int nin() const noexcept { return def_->nin; }
+  int nout() const noexcept { return def_->nout; }
+  const codegen::ReductionDefinition& definition() const noexcept { return *def_; }
+
+  // ---- ahead of time (no GPU needed) ----
+  /// Every spec a call with arrays of target.dtypes can ask for: each strategy (warp, block,
+  /// split block, outer, split outer), output dims 1..max_ndim, reduced dims 1..max_ndim
+  /// (strided), the contiguous-row variants with every vector width, 32/64-bit indices.
+  std::vector<codegen::ReductionSpec> specs(const aot_target& target) const;
+  std::vector<cache::CompileRequest> compile_requests(const aot_target& target, int arch) const;
+  std::string source(const codegen::ReductionSpec& spec) const;
+  cache::CompileRequest compile_request(const codegen::ReductionSpec& spec, int arch) const;
+  cache::Binary compile_for(const codegen::ReductionSpec& spec, int arch) const;
+
+ private:
+  std::shared_ptr<const codegen::ReductionDefinition> def_;
+  bool return_tuple_ = false;
+};
+
+}  // namespace kiln

@@ -1,0 +1,204 @@
+#include "kiln/engine/elementwise_kernel.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "kiln/cache/compile_cache.hpp"
+#include "kiln/codegen/elementwise_emitter.hpp"
+#include "kiln/codegen/type_resolution.hpp"
+#include "kiln/runtime/error.hpp"
+#include "kiln/runtime/shape.hpp"
+
+namespace kiln {
+namespace {
+
+using codegen::Layout;
+using codegen::OperandKind;
+
+std::string allowed_widths(int max_width) {
+  std::string s;
+  for (int w = 1; w <= max_width; w *= 2) s += (s.empty() ? "" : ", ") + std::to_string(w);
+  return s;
+}
+
+void check_range(const std::string& kernel, const char* field, int v, int lo, int hi) {
+  if (v < lo || v > hi)
+    throw ValueError(fmt::format("kernel '{}': layout {} {} is outside {}..{}", kernel, field, v, lo, hi));
+}
+
+// Widest dtype among array operands: what a 16-byte vector must hold a whole number of.
+std::size_t widest_array_item(const codegen::ElementwiseSpec& spec) {
+  std::size_t widest = 1;
+  for (int k = 0; k < spec.nparams; ++k)
+    if (spec.kind(k) == OperandKind::array) widest = std::max(widest, spec.param_dtype(k).itemsize());
+  return widest;
+}
+
+// The transposed-operand patterns worth preparing: each array input alone (x.T + y,
+// y + x.T), and every array input (x.T + y.T) when there are several; within the shared
+// memory limit.
+std::vector<std::uint64_t> tiled_patterns(const codegen::ElementwiseSpec& probe, int nin) {
+  std::vector<std::uint64_t> out;
+  std::uint64_t all = 0;
+  auto fits = [&](std::uint64_t mask) {
+    auto spec = probe;
+    for (int k = 0; k < spec.nparams; ++k) spec.params[std::size_t(k)].staged = std::uint8_t((mask >> k) & 1);
+    return codegen::tiled_shared_bytes(spec) <= codegen::kMaxTiledSharedBytes;
+  };
+  int inputs = 0;
+  for (int k = 0; k < nin; ++k)
+    if (probe.kind(k) == OperandKind::array) {
+      out.push_back(std::uint64_t(1) << k);
+      all |= std::uint64_t(1) << k;
+      ++inputs;
+    }
+  if (inputs > 1 && fits(all)) out.push_back(all);
+  return out;
+}
+
+}  // namespace
+
+ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_view out_params,
+                                     std::string operation, std::string_view name,
+                                     elementwise_kernel_options options)
+    : def_(std::make_shared<const codegen::ElementwiseDefinition>(
+          codegen::make_elementwise_definition(
+              in_params, out_params,
+              {std::move(operation), std::move(options.preamble), std::move(options.loop_prep),
+               std::move(options.after_loop)},
+              name, options.options))),
+      reduce_dims_(options.reduce_dims),
+      no_return_(options.no_return),
+      return_tuple_(options.return_tuple) {}
+
+codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg_dtypes,
+                                                      const elementwise_layout& layout) const {
+  const auto& def = *def_;
+  const std::size_t n = def.params.size();
+  if (arg_dtypes.size() != std::size_t(def.nin) && arg_dtypes.size() != n)
+    throw TypeError(fmt::format("kernel '{}': make_spec takes {} or {} dtypes, got {}", def.name,
+                                def.nin, n, arg_dtypes.size()));
+  if (layout.layout != Layout::contiguous && layout.layout != Layout::strided &&
+      layout.layout != Layout::tiled)
+    throw ValueError(fmt::format("kernel '{}': layout must be contiguous, strided or tiled", def.name));
+  const bool tiled = layout.layout == Layout::tiled;
+  const bool strided = layout.layout != Layout::contiguous;
+  if (tiled && layout.ndim != 2)
+    throw ValueError(fmt::format("kernel '{}': layout ndim {} is not possible here: tiled kernels take 2",
+                                 def.name, layout.ndim));
+  check_range(def.name, "ndim", layout.ndim, strided ? 1 : 0, kMaxNdim);
+  if (!tiled && layout.staged != 0)
+    throw ValueError(fmt::format("kernel '{}': layout staged is for tiled kernels only", def.name));
+  check_range(def.name, "raw_ndim", layout.raw_ndim, 0, kMaxNdim);
+  if (layout.index_bits != 32 && layout.index_bits != 64)
+    throw ValueError(fmt::format("kernel '{}': layout index_bits {} must be 32 or 64", def.name,
+                                 layout.index_bits));
+
+  std::array<codegen::ArgInfo, codegen::kMaxParams> info{};
+  for (std::size_t k = 0; k < arg_dtypes.size(); ++k) info[k] = {arg_dtypes[k], true};
+  std::array<dtype, codegen::kMaxParams> types{};
+  codegen::resolve_param_types(def, std::span(info.data(), n), std::span(types.data(), n));
+
+  codegen::ElementwiseSpec spec;
+  spec.layout = layout.layout;
+  spec.ndim = std::uint8_t(strided ? layout.ndim : 1);
+  spec.index_bits = std::uint8_t(layout.index_bits);
+  spec.nparams = std::uint8_t(n);
+  for (std::size_t k = 0; k < n; ++k)
+    spec.set_param(int(k), types[k], def.params[k].raw ? OperandKind::raw_array : OperandKind::array,
+                   layout.raw_ndim, true);
+  if (tiled) {
+    if (n < 64 && (layout.staged >> n) != 0)
+      throw ValueError(fmt::format("kernel '{}': layout staged names a parameter past the last ({})",
+                                   def.name, n - 1));
+    if (layout.staged == 0)
+      throw ValueError(fmt::format("kernel '{}': a tiled layout stages at least one array parameter "
+                                   "(layout staged is 0)", def.name));
+    for (std::size_t k = 0; k < n; ++k)
+      if ((layout.staged >> k) & 1) {
+        if (def.params[k].raw)
+          throw ValueError(fmt::format("kernel '{}': layout staged names raw parameter '{}' (only "
+                                       "loop arrays are staged)", def.name, def.params[k].name));
+        spec.params[k].staged = 1;
+      }
+    if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes)
+      throw ValueError(fmt::format("kernel '{}': the staged parameters need {} bytes of shared memory, "
+                                   "over {}", def.name, codegen::tiled_shared_bytes(spec),
+                                   codegen::kMaxTiledSharedBytes));
+  }
+  const int max_width = int(16 / widest_array_item(spec));
+  const int w = layout.vector_width;
+  if (strided ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
+    throw ValueError(fmt::format(
+        "kernel '{}': layout vector_width {} is not possible here: {} (a vector load is at most 16 "
+        "bytes)",
+        def.name, w,
+        strided ? std::string(tiled ? "tiled kernels take 1" : "strided kernels take 1")
+                : fmt::format("allowed {} for these dtypes", allowed_widths(max_width))));
+  spec.vector_width = std::uint8_t(w);
+  return spec;
+}
+
+std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target& t) const {
+  for (int s : t.scalar_inputs)
+    if (s < 0 || s >= nin())
+      throw ValueError(fmt::format("kernel '{}': scalar input {} is not an input (0..{})", name(), s,
+                                   nin() - 1));
+  auto with_scalars = [&](codegen::ElementwiseSpec spec) {
+    for (int s : t.scalar_inputs) spec.set_param(s, spec.param_dtype(s), OperandKind::scalar);
+    return spec;
+  };
+  if (t.only) return {with_scalars(make_spec(t.dtypes, *t.only))};
+  check_range(name(), "max_ndim", t.max_ndim, 1, kMaxNdim);
+  std::vector<codegen::ElementwiseSpec> out;
+  std::vector<int> index_bits{32};
+  if (t.index64) index_bits.push_back(64);
+  // Vector widths depend on which parameters are arrays: probe with width 1 first.
+  const auto probe = with_scalars(make_spec(t.dtypes, {.raw_ndim = t.raw_ndim}));
+  const int max_width = int(16 / widest_array_item(probe));
+  for (int bits : index_bits) {
+    for (int w = 1; w <= max_width; w *= 2) {
+      auto spec = probe;
+      spec.index_bits = std::uint8_t(bits);
+      spec.vector_width = std::uint8_t(w);
+      out.push_back(spec);
+    }
+    for (int nd = 1; nd <= t.max_ndim; ++nd)
+      out.push_back(with_scalars(make_spec(
+          t.dtypes, {.layout = Layout::strided, .ndim = nd, .index_bits = bits, .raw_ndim = t.raw_ndim})));
+    if (t.max_ndim >= 2)
+      for (std::uint64_t staged : tiled_patterns(probe, nin()))
+        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled, .ndim = 2, .index_bits = bits,
+                                                        .raw_ndim = t.raw_ndim, .staged = staged})));
+  }
+  return out;
+}
+
+std::vector<cache::CompileRequest> ElementwiseKernel::compile_requests(const aot_target& t,
+                                                                       int arch) const {
+  std::vector<cache::CompileRequest> out;
+  for (const auto& spec : specs(t)) out.push_back(compile_request(spec, arch));
+  return out;
+}
+
+std::string ElementwiseKernel::source(const codegen::ElementwiseSpec& spec) const {
+  return codegen::emit_elementwise(*def_, spec);
+}
+
+cache::CompileRequest ElementwiseKernel::compile_request(const codegen::ElementwiseSpec& spec,
+                                                         int arch) const {
+  cache::CompileRequest req;
+  req.source = source(spec);
+  req.kernel_name = def_->name;
+  req.options = def_->nvrtc_options;
+  req.arch = arch;
+  req.kind = "elementwise";
+  return req;
+}
+
+cache::Binary ElementwiseKernel::compile_for(const codegen::ElementwiseSpec& spec, int arch) const {
+  return cache::compile_cached(compile_request(spec, arch));
+}
+
+}  // namespace kiln

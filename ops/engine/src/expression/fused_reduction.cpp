@@ -1,0 +1,79 @@
+// Reductions of expressions: one ReductionKernel per (expression structure, row), whose map is
+// the row's map applied to the expression's value; kept in process-wide tables keyed by the
+// expression's structural hash and the row's address.
+#include "kiln/engine/fused_reduction.hpp"
+
+#include <cstring>
+#include <new>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "kiln/cache/memory_cache.hpp"
+
+namespace kiln {
+namespace {
+
+std::unique_ptr<ReductionKernel> make_plain(const reduction_code& row) {
+  return std::make_unique<ReductionKernel>(
+      row.in, "U y", row.map, row.reduce, row.post, row.identity, row.name,
+      reduction_kernel_options{.reduce_type = row.reduce_type, .preamble = row.preamble});
+}
+
+std::unique_ptr<ReductionKernel> make_fused(const reduction_code& row, const detail::expression_binding& b) {
+  const codegen::ExpressionText t = expression_map(expr(b.root));
+  std::string params = t.in_params;
+  if (std::strstr(row.in, "ddof")) params += ", raw int64 ddof";
+  std::string pre = row.preamble;
+  std::string map = codegen::fused_reduction_map(t, b.root->type, row.map, pre);
+  reduction_kernel_options o;
+  o.reduce_type = row.reduce_type;
+  o.preamble = std::move(pre);
+  return std::make_unique<ReductionKernel>(params, "U y", std::move(map), row.reduce, row.post, row.identity,
+                                           fmt::format("{}_expr", row.name), std::move(o));
+}
+
+const ReductionKernel& fused_kernel(const reduction_code& row, const detail::expression_binding& b) {
+  const std::uint64_t parts[3] = {b.key.hi, b.key.lo, std::uint64_t(reinterpret_cast<std::uintptr_t>(&row))};
+  auto& table = cache::process_table<std::unique_ptr<ReductionKernel>, struct fused_reductions>();
+  return *table.get_or_create(hash128(parts, sizeof parts), [&] { return make_fused(row, b); });
+}
+
+}  // namespace
+
+const ReductionKernel& reduction_kernel(const reduction_code& row) {
+  const reduction_code* p = &row;
+  auto& table = cache::process_table<std::unique_ptr<ReductionKernel>, struct plain_reductions>();
+  return *table.get_or_create(hash128(&p, sizeof p), [&] { return make_plain(row); });
+}
+
+const ReductionKernel& fused_reduction_kernel(const reduction_code& row, const expr& e) {
+  detail::expression_binding b;
+  detail::bind_expression(e, b);
+  return fused_kernel(row, b);
+}
+
+void reduce_expression(const reduction_code& row, const expr& e, const std::int64_t* ddof,
+                       const ndarray& out, const reduce_options& ro) {
+  detail::expression_binding b;
+  detail::bind_expression(e, b);
+  const ReductionKernel& k = fused_kernel(row, b);
+  // kernel_arg has no default constructor: only the used prefix is constructed (no heap).
+  static_assert(std::is_trivially_destructible_v<kernel_arg>);
+  alignas(kernel_arg) std::byte storage[sizeof(kernel_arg) * (codegen::kMaxParams + 3)];
+  auto* args = reinterpret_cast<kernel_arg*>(storage);
+  std::size_t n = 0;
+  for (int j = 0; j < b.nleaves; ++j) {
+    const detail::expr_node* leaf = b.leaves[std::size_t(j)];
+    if (leaf->k == detail::expr_node::kind::array)
+      new (&args[n++]) kernel_arg(leaf->array());
+    else
+      new (&args[n++]) kernel_arg(leaf->value);
+  }
+  if (ddof) new (&args[n++]) kernel_arg(*ddof);
+  new (&args[n++]) kernel_arg(out);
+  new (&args[n++]) kernel_arg(ro);
+  k.call(std::span<const kernel_arg>(args, n));
+}
+
+}  // namespace kiln

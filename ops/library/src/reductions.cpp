@@ -1,0 +1,202 @@
+// NumPy's reductions on the host side: argument checks and result dtypes, then the built-in's
+// row (builtin_reductions.hpp) run over the array, or fused with an expression.
+#include "kiln/library/reductions.hpp"
+
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "builtin_reductions.hpp"
+#include "kiln/engine/fused_reduction.hpp"
+#include "kiln/runtime/error.hpp"
+
+namespace kiln {
+namespace {
+
+dtype sum_dtype(dtype t) {
+  if (t == bool_ || t.kind() == 'i') return int64;
+  if (t.kind() == 'u') return uint64;
+  return t;
+}
+dtype mean_dtype(dtype t) { return t == bool_ || t.is_integer() ? float64 : t; }
+
+void no_complex(const char* what, dtype t) {
+  if (t.is_complex())
+    throw TypeError(fmt::format("{}: {} arrays are not supported (complex values have no order)", what, t));
+}
+
+// A is ndarray (the row's own kernel) or expr (the row fused with the expression's map).
+template <class A>
+struct Call {
+  detail::builtin id;
+  const char* name;  // the function's name, for messages
+  const A& a;
+  axes axis;
+  bool keepdims;
+  const numpy_reduce_args& args;
+  dtype out_type;
+  bool uses_dtype = true;  // accepts args.dtype
+  const char* empty_error = nullptr;  // ValueError text for an empty reduction
+};
+
+template <class A>
+ndarray run(const Call<A>& c) {
+  if constexpr (std::is_same_v<A, ndarray>)
+    if (!c.a.defined()) throw ValueError(fmt::format("{}: the array is an empty ndarray handle", c.name));
+  if (c.args.dtype && !c.uses_dtype)
+    throw TypeError(fmt::format("{}: takes no dtype", c.name));
+  const std::uint64_t mask = c.axis.mask(c.a.ndim());
+  const Shape shape = reduced_shape(c.a.shape(), mask, c.keepdims);
+  if (c.empty_error && c.a.size() == 0 && shape_size(shape) > 0) throw ValueError(c.empty_error);
+  if (c.args.out && !(c.args.out->shape() == shape))
+    throw ShapeError(fmt::format("{}: out has shape {} but the reduction gives {}", c.name,
+                                 c.args.out->shape().str(), shape.str()));
+  ndarray out = c.args.out ? *c.args.out : empty(shape, c.out_type);
+  const reduce_options ro{.axis = c.axis, .keepdims = c.keepdims};
+  const reduction_code& code = detail::builtin_code(c.id);
+  const bool has_ddof = c.id == detail::builtin::var || c.id == detail::builtin::std;
+  if constexpr (std::is_same_v<A, ndarray>) {
+    if (has_ddof)
+      reduction_kernel(code)(c.a, std::int64_t(c.args.ddof), out, ro);
+    else
+      reduction_kernel(code)(c.a, out, ro);
+  } else {
+    const std::int64_t ddof = c.args.ddof;
+    reduce_expression(code, c.a, has_ddof ? &ddof : nullptr, out, ro);
+  }
+  return out;
+}
+
+// The dtype accumulation and the result take: args.dtype, else NumPy's default for the input.
+dtype chosen(const numpy_reduce_args& args, dtype fallback) { return args.dtype ? *args.dtype : fallback; }
+
+template <class A>
+ndarray sum_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return run(Call<A>{detail::builtin::sum, "sum", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
+}
+template <class A>
+ndarray prod_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return run(Call<A>{detail::builtin::prod, "prod", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
+}
+template <class A>
+ndarray nansum_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return run(Call<A>{detail::builtin::nansum, "nansum", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
+}
+template <class A>
+ndarray nanprod_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return run(Call<A>{detail::builtin::nanprod, "nanprod", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
+}
+template <class A>
+ndarray min_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  no_complex("min", a.dtype());
+  return run(Call<A>{detail::builtin::min, "min", a, axis, keepdims, args, a.dtype(), false,
+              "zero-size array to reduction operation minimum which has no identity"});
+}
+template <class A>
+ndarray max_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  no_complex("max", a.dtype());
+  return run(Call<A>{detail::builtin::max, "max", a, axis, keepdims, args, a.dtype(), false,
+              "zero-size array to reduction operation maximum which has no identity"});
+}
+template <class A>
+ndarray nanmin_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  no_complex("nanmin", a.dtype());
+  return run(Call<A>{detail::builtin::nanmin, "nanmin", a, axis, keepdims, args, a.dtype(), false,
+              "zero-size array to reduction operation fmin which has no identity"});
+}
+template <class A>
+ndarray nanmax_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  no_complex("nanmax", a.dtype());
+  return run(Call<A>{detail::builtin::nanmax, "nanmax", a, axis, keepdims, args, a.dtype(), false,
+              "zero-size array to reduction operation fmax which has no identity"});
+}
+template <class A>
+ndarray mean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return run(Call<A>{detail::builtin::mean, "mean", a, axis, keepdims, args, chosen(args, mean_dtype(a.dtype()))});
+}
+template <class A>
+ndarray nanmean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return run(Call<A>{detail::builtin::nanmean, "nanmean", a, axis, keepdims, args, chosen(args, mean_dtype(a.dtype()))});
+}
+template <class A>
+ndarray var_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  no_complex("var", a.dtype());
+  return run(Call<A>{detail::builtin::var, "var", a, axis, keepdims, args, chosen(args, mean_dtype(a.dtype()))});
+}
+template <class A>
+ndarray std_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  no_complex("std", a.dtype());
+  return run(Call<A>{detail::builtin::std, "std", a, axis, keepdims, args, chosen(args, mean_dtype(a.dtype()))});
+}
+template <class A>
+ndarray argmin_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  no_complex("argmin", a.dtype());
+  if (!axis.is_all() && axis.size() != 1) throw TypeError("argmin: axis must be one axis or every axis");
+  return run(Call<A>{detail::builtin::argmin, "argmin", a, axis, keepdims, args, int64, false, "attempt to get argmin of an empty sequence"});
+}
+template <class A>
+ndarray argmax_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  no_complex("argmax", a.dtype());
+  if (!axis.is_all() && axis.size() != 1) throw TypeError("argmax: axis must be one axis or every axis");
+  return run(Call<A>{detail::builtin::argmax, "argmax", a, axis, keepdims, args, int64, false, "attempt to get argmax of an empty sequence"});
+}
+template <class A>
+ndarray all_of_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return run(Call<A>{detail::builtin::all_of, "all_of", a, axis, keepdims, args, bool_, false});
+}
+template <class A>
+ndarray any_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return run(Call<A>{detail::builtin::any, "any", a, axis, keepdims, args, bool_, false});
+}
+template <class A>
+ndarray count_nonzero_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return run(Call<A>{detail::builtin::count_nonzero, "count_nonzero", a, axis, keepdims, args, int64, false});
+}
+
+}  // namespace
+
+#define KILN_REDUCTION(NAME)                                                              \
+  ndarray NAME(const ndarray& a, axes axis, bool keepdims, const numpy_reduce_args& args) {     \
+    return NAME##_impl(a, axis, keepdims, args);                                          \
+  }                                                                                       \
+  ndarray NAME(const expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {        \
+    return NAME##_impl(a, axis, keepdims, args);                                          \
+  }
+KILN_REDUCTION(sum)
+KILN_REDUCTION(prod)
+KILN_REDUCTION(nansum)
+KILN_REDUCTION(nanprod)
+KILN_REDUCTION(min)
+KILN_REDUCTION(max)
+KILN_REDUCTION(nanmin)
+KILN_REDUCTION(nanmax)
+KILN_REDUCTION(mean)
+KILN_REDUCTION(nanmean)
+KILN_REDUCTION(var)
+KILN_REDUCTION(std)
+KILN_REDUCTION(argmin)
+KILN_REDUCTION(argmax)
+KILN_REDUCTION(all_of)
+KILN_REDUCTION(any)
+KILN_REDUCTION(count_nonzero)
+#undef KILN_REDUCTION
+
+namespace aot {
+std::vector<const ReductionKernel*> builtin_reductions() {
+  std::vector<const ReductionKernel*> out;
+  for (int k = 0; k < int(detail::builtin::count_); ++k)
+    out.push_back(&reduction_kernel(detail::builtin_code(detail::builtin(k))));
+  return out;
+}
+const ReductionKernel& fused_reduction(const expr& e, std::string_view reduction) {
+  const reduction_code* code = detail::builtin_code(reduction);
+  if (!code) throw ValueError(fmt::format("fused_reduction: unknown reduction '{}'", reduction));
+  return fused_reduction_kernel(*code, e);
+}
+}  // namespace aot
+
+}  // namespace kiln
