@@ -70,7 +70,7 @@ ndarray no_data(Shape shape, dtype t) {
 }
 }  // namespace
 
-TEST_CASE("every argument check comes before the device: the same ValueError with or without a GPU",
+TEST_CASE("every argument check comes before the device; the same ValueError with or without a GPU",
           "[ops]") {
   // Each of these would reach choose_device (NoDeviceError on a machine without a GPU) if the
   // check came after it.

@@ -184,7 +184,7 @@ TEST_CASE("expressions raise shape and type errors at the operator, naming shape
   CHECK((x > 0).astype(float64).dtype() == float64);
 }
 
-TEST_CASE("expression keys are structural: scalar values share a key, dtypes and leaf identity "
+TEST_CASE("expression keys are structural; scalar values share a key, dtypes and leaf identity "
           "do not", "[ops]") {
   const auto x = meta({3}), y = meta({3}), x64 = meta({3}, float64);
   CHECK(expression_key(x * 5) == expression_key(x * 6));
