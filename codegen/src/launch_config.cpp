@@ -16,6 +16,8 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
   if (s.layout == Layout::contiguous && s.vector_width > 1) {
     const std::int64_t nvec = size / s.vector_width;
     items = std::max(ceil_div(nvec, s.unroll), size - nvec * s.vector_width);
+  } else if (s.layout == Layout::strided) {
+    items = ceil_div(size / s.vector_width, s.unroll);  // the last axis holds whole vectors
   }
   // Capping the grid at the resident blocks (SMs x blocks per SM) and striding measured
   // slower on an H200: my_kernel 4.10 vs 4.37 TB/s, x *= 5 3.92 vs 4.17, x.T + y 1.40 vs 1.66
@@ -25,13 +27,13 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
   return g;
 }
 
-LaunchGeometry tiled_geometry(std::int64_t rows, std::int64_t cols) {
+LaunchGeometry tiled_geometry(std::int64_t batch, std::int64_t rows, std::int64_t cols) {
   LaunchGeometry g;
   g.block_x = 32;
   g.block_y = 8;
   g.block = 256;
-  g.grid = std::uint32_t(std::clamp<std::int64_t>(ceil_div(cols, 32), 1, 0x7fffffff));
-  g.grid_y = std::uint32_t(std::clamp<std::int64_t>(ceil_div(rows, 32), 1, 65535));
+  const std::int64_t tiles = batch * ceil_div(rows, kTile) * ceil_div(cols, kTile);
+  g.grid = std::uint32_t(std::clamp<std::int64_t>(tiles, 1, 0x7fffffff));
   return g;
 }
 

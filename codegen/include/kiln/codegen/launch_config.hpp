@@ -21,14 +21,17 @@ struct LaunchGeometry {
 };
 
 /// One thread per item of the emitted loop (a group of `unroll` vectors, or one element),
+/// a strided loop's vectors running along its last axis,
 /// with the grid-stride loop covering only loops past the hardware grid limit. `block` 0
 /// means kDefaultBlock capped at `max_block` (the loaded kernel's limit). Not for tiled
 /// kernels: see tiled_geometry.
 LaunchGeometry elementwise_geometry(const ElementwiseSpec& spec, std::int64_t size, int block,
                                     int max_block);
-/// A tiled kernel over a rows x cols loop: 32x8 threads (its loops are written for them) per
-/// 32x32 tile, grid (col tiles, row tiles up to 65535; blocks loop over further rows).
-LaunchGeometry tiled_geometry(std::int64_t rows, std::int64_t cols);
+/// Rows and cols of a tiled kernel's tile.
+inline constexpr std::int64_t kTile = 32;
+/// A tiled kernel over `batch` rows x cols loops: 32x8 threads (its loops are written for
+/// them) per 32x32 tile, a 1-D grid of every tile (blocks loop past 2^31 - 1 of them).
+LaunchGeometry tiled_geometry(std::int64_t batch, std::int64_t rows, std::int64_t cols);
 
 struct ReductionGeometry {
   std::uint32_t grid_x = 1, grid_y = 1;
