@@ -60,10 +60,13 @@ double sweep_value(unsigned long long i, unsigned long long seed, int mode) { SW
 #define SWEEP_STR(x) SWEEP_STR2(x)
 
 const ElementwiseKernel& generator() {
-  static const ElementwiseKernel k(
-      "uint64 seed, int32 mode", "T z", "z = kiln_cast<T>(sweep_value((unsigned long long)i, seed, mode));", "sweep_fill",
-      {.preamble = "__device__ double sweep_value(unsigned long long i, unsigned long long seed, int mode) { " +
-                   std::string(SWEEP_STR(SWEEP_VALUE_BODY)) + " }"});
+  static const ElementwiseKernel k = [] {
+    elementwise_kernel_options o;
+    o.preamble = "__device__ double sweep_value(unsigned long long i, unsigned long long seed, int mode) { " +
+                 std::string(SWEEP_STR(SWEEP_VALUE_BODY)) + " }";
+    return ElementwiseKernel("uint64 seed, int32 mode", "T z",
+                             "z = kiln_cast<T>(sweep_value((unsigned long long)i, seed, mode));", "sweep_fill", o);
+  }();
   return k;
 }
 
@@ -212,6 +215,7 @@ struct Case {
   bool keepdims = false;
   // results
   double bytes = 0, ms = 0, fraction = 0, max_error = 0;
+  double touched = 0, fraction_touched = 0;  // bytes in the 32-byte sectors memory must move
   bool correct = false;
   std::string error;
 };
@@ -232,7 +236,7 @@ struct Rng {
 
 // `ndim` extents whose product is about `total`, log-uniform, each at least `lo`.
 Shape random_shape(Rng& r, int ndim, double total, std::int64_t lo = 1) {
-  std::vector<double> w(std::size_t(ndim));
+  std::vector<double> w(static_cast<std::size_t>(ndim));
   double sum = 0;
   for (auto& x : w) sum += (x = r.real(0.2, 1.0));
   Shape s;
@@ -249,7 +253,7 @@ Shape random_shape(Rng& r, int ndim, double total, std::int64_t lo = 1) {
 }
 
 std::vector<std::int64_t> random_perm(Rng& r, int n) {
-  std::vector<std::int64_t> p(std::size_t(n));
+  std::vector<std::int64_t> p(static_cast<std::size_t>(n));
   for (int d = 0; d < n; ++d) p[std::size_t(d)] = d;
   do std::shuffle(p.begin(), p.end(), r.g);
   while (std::is_sorted(p.begin(), p.end()) && n > 1);
@@ -273,13 +277,17 @@ View transposed_view(const Shape& shape, const std::vector<std::int64_t>& perm) 
   return View{permuted(shape, inverse(perm)), perm, {}};
 }
 
-// A view of `shape` through a random slice per axis (steps 1, 2, 3, -1, -2; offsets).
+// A view of `shape` through a random slice per axis (steps 1, 2, 3, -1, -2; offsets). The
+// steps' product stays within 4, so a base holds at most about 4x the view.
 View sliced_view(Rng& r, const Shape& shape, double p_step) {
   View v;
+  std::int64_t budget = 4;
   for (int d = 0; d < shape.size(); ++d) {
     const std::int64_t n = shape[d];
     std::int64_t step = 1;
     if (r.chance(p_step)) step = r.pick(std::vector<std::int64_t>{2, 3, -1, -2, -1});
+    if (std::abs(step) > budget) step = step < 0 ? -1 : 1;
+    budget /= std::abs(step);
     const std::int64_t off = r.chance(0.5) ? r.uniform(0, 9) : 0;
     const std::int64_t extra = r.chance(0.5) ? r.uniform(0, 7) : 0;
     const std::int64_t len = (n - 1) * std::abs(step) + 1 + off + extra;
@@ -516,6 +524,16 @@ double base_value(const Arrays& a, std::size_t k, std::int64_t flat, dtype t) {
 
 constexpr int kSamples = 4096;
 
+// What memory moves for a view: its distinct elements, each in a run as long as its smallest
+// step (a stepped slice x[:, ::2] moves every other element too), up to a 32-byte sector each.
+double touched_bytes(const ndarray& v) {
+  const auto isz = std::int64_t(v.itemsize());
+  std::int64_t step = 32;
+  for (int d = 0; d < v.ndim(); ++d)
+    if (v.shape()[d] > 1 && v.strides()[d] != 0) step = std::min(step, std::abs(v.strides()[d]));
+  return double(v.nbytes()) / double(isz) * double(std::max(isz, step));
+}
+
 // Elementwise: x - y (an ElementwiseKernel) or x * 1.5 + y (an expression), into a view of a
 // poisoned base; sampled elements against the host, and the poison outside the view kept.
 void run_elementwise(Case& c, Rng& r, std::uint64_t seed) {
@@ -534,7 +552,7 @@ void run_elementwise(Case& c, Rng& r, std::uint64_t seed) {
   const ViewMap om(o, ob), xm(in.views[0], in.bases[0]), ym(in.views[1], in.bases[1]);
   const double tol = dtype_tolerance(c.type);
   const std::int64_t n = shape_size(loop);
-  std::vector<char> inside(std::size_t(ob.size()), 0);
+  std::vector<char> inside(static_cast<std::size_t>(ob.size()), 0);
   bool ok = true;
   for (int s = 0; s < kSamples && n > 0; ++s) {
     const std::int64_t j = s == 0 ? 0 : s == 1 ? n - 1 : r.uniform(0, n - 1);
@@ -548,7 +566,11 @@ void run_elementwise(Case& c, Rng& r, std::uint64_t seed) {
   }
   // Every element outside the view keeps its poison (only when the output is a proper view).
   if (ob.size() != n) {
-    for (std::int64_t j = 0; j < n; ++j) inside[std::size_t(om.at(loop, unravel(j, loop)))] = 1;
+    Shape idx = Shape::filled(loop.size(), 0);
+    for (std::int64_t j = 0; j < n; ++j) {
+      inside[std::size_t(om.at(loop, idx))] = 1;
+      for (int d = loop.size() - 1; d >= 0 && ++idx[d] == loop[d]; --d) idx[d] = 0;  // odometer
+    }
     for (std::int64_t f = 0; f < ob.size(); ++f)
       if (!inside[std::size_t(f)] && got[std::size_t(f)] != stored(sweep_value(std::uint64_t(f), seed + 777, value_mode(c.type)), c.type)) {
         ok = false;
@@ -558,6 +580,7 @@ void run_elementwise(Case& c, Rng& r, std::uint64_t seed) {
   c.correct = ok;
   c.ms = bench::median_device_ms(run, 3, 15);
   c.bytes = double(o.nbytes()) + double(in.views[0].nbytes()) + double(in.views[1].nbytes());
+  c.touched = touched_bytes(o) + touched_bytes(in.views[0]) + touched_bytes(in.views[1]);
 }
 
 ndarray reduce(const std::string& op, const ndarray& x, const axes& ax, bool keep) {
@@ -602,7 +625,7 @@ std::vector<double> reduced_values(const Case& c, const Arrays& in, const Split&
   std::int64_t base = 0;
   for (std::size_t k = 0; k < sp.kept.size(); ++k) base += kept_idx[int(k)] * cs[sp.kept[k]];
   const std::int64_t m = shape_size(sp.red_shape);
-  std::vector<double> v(std::size_t(m));
+  std::vector<double> v(static_cast<std::size_t>(m));
   for (std::int64_t j = 0; j < m; ++j) {
     const Shape ri = unravel(j, sp.red_shape);
     std::int64_t f = base;
@@ -801,12 +824,22 @@ std::string case_json(const Case& c) {
   s += ", \"axes\": [";
   for (std::size_t k = 0; k < c.axes.size(); ++k) s += fmt::format("{}{}", k ? ", " : "", c.axes[k]);
   s += fmt::format("], \"keepdims\": {}, \"bytes\": {}, \"ms\": {}, \"GBps\": {}, \"fraction\": {}, \"correct\": {}, "
-                   "\"max_error\": {}",
+                   "\"max_error\": {}, \"fraction_touched\": {}",
                    c.keepdims ? "true" : "false", json_number(c.bytes), json_number(c.ms),
                    json_number(c.bytes / c.ms / 1e6), json_number(c.fraction), c.correct ? "true" : "false",
-                   json_number(c.max_error));
+                   json_number(c.max_error), json_number(c.fraction_touched));
   if (!c.error.empty()) s += ", \"error\": " + json_string(c.error);
   return s + "}";
+}
+
+// The write-only rate: cudaMemsetAsync of 2 GiB (what a kernel that only writes can expect).
+double write_rate_gbps() {
+  ndarray dst(Shape{(std::int64_t(2) << 30) / 4}, float32);
+  const cudaStream_t s = current_stream_handle();
+  const double ms = bench::median_device_ms([&] {
+    if (cudaMemsetAsync(dst.data(), 0x3f, dst.nbytes(), s) != cudaSuccess) throw std::runtime_error("cudaMemsetAsync failed");
+  });
+  return double(dst.nbytes()) / ms / 1e6;
 }
 
 double copy_rate_gbps() {
@@ -821,14 +854,48 @@ double copy_rate_gbps() {
   return 2.0 * double(src.nbytes()) / ms / 1e6;
 }
 
+// --list: the cases, their views built on metadata-only arrays (no GPU) and checked to fit
+// the loop they feed, as JSON lines.
+int list_cases(const std::vector<Case>& cases) {
+  int bad = 0;
+  for (const auto& c : cases) {
+    auto meta = [&](const Shape& s) {
+      const auto bytes = std::size_t(shape_size(s)) * c.type.itemsize();
+      auto buffer = std::make_shared<Buffer>(reinterpret_cast<void*>(std::uintptr_t(1) << 40), bytes, 0, [] {});
+      return ndarray(std::move(buffer), s, c_strides(s, std::int64_t(c.type.itemsize())), 0, c.type);
+    };
+    std::string problem;
+    try {
+      std::vector<Shape> shapes;
+      for (const auto& v : c.inputs) shapes.push_back(v.make(meta(v.base)).shape());
+      if (c.out) {
+        const Shape loop = c.out->make(meta(c.out->base)).shape();
+        shapes.push_back(loop);
+        if (broadcast_shapes(std::span<const Shape>(shapes)) != loop) problem = "inputs do not broadcast to the output";
+      }
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    bad += !problem.empty();
+    std::printf("%s\n", (case_json(c).substr(0, case_json(c).size() - 1) +
+                         (problem.empty() ? "}" : ", \"error\": " + json_string(problem) + "}"))
+                            .c_str());
+  }
+  return bad ? 1 : 0;
+}
+
 int compile_check(int arch) {
   setenv("KILN_CACHE_IN_MEMORY", "1", 1);
   int n = 0;
   for (dtype t : {float32, float16, bfloat16, float64, int32}) {
-    for (const auto& req : generator().compile_requests({.dtypes = {uint64, int32, t}, .max_ndim = 1, .index64 = false}, arch))
-      n += !cache::nvrtc_compile(req).cubin.empty();
-    for (const auto& req : sub_kernel().compile_requests({.dtypes = {t, t}, .max_ndim = 4}, arch))
-      n += !cache::nvrtc_compile(req).cubin.empty();
+    aot_target gen;
+    gen.dtypes = {uint64, int32, t};
+    gen.max_ndim = 1;
+    gen.index64 = false;
+    for (const auto& req : generator().compile_requests(gen, arch)) n += !cache::nvrtc_compile(req).cubin.empty();
+    aot_target sub;
+    sub.dtypes = {t, t};
+    for (const auto& req : sub_kernel().compile_requests(sub, arch)) n += !cache::nvrtc_compile(req).cubin.empty();
   }
   std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d}\n", arch, n);
   return 0;
@@ -837,7 +904,7 @@ int compile_check(int arch) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, list = false;
   std::uint64_t seed = 16;
   std::string only;
   for (int k = 1; k < argc; ++k) {
@@ -846,16 +913,11 @@ int main(int argc, char** argv) {
     else if (a == "--seed" && k + 1 < argc) seed = std::stoull(argv[++k]);
     else if (a == "--family" && k + 1 < argc) only = argv[++k];
     else if (a == "--compile-check") return compile_check(k + 1 < argc ? std::atoi(argv[k + 1]) : 90);
+    else if (a == "--list") list = true;
     else {
-      std::fprintf(stderr, "usage: layout_sweep [--quick] [--seed N] [--family NAME] | --compile-check [ARCH]\n");
+      std::fprintf(stderr, "usage: layout_sweep [--quick] [--seed N] [--family NAME] [--list] | --compile-check [ARCH]\n");
       return 2;
     }
-  }
-  try {
-    if (device_count() == 0) throw NoDeviceError("no GPU");
-  } catch (const std::exception& e) {
-    std::printf("{\"device\": null, \"error\": %s, \"cases\": []}\n", json_string(e.what()).c_str());
-    return 0;
   }
   // Memory-bound sizes: 2^26 elements per output (256 MB of float32), 2^23 with --quick.
   const double total = quick ? double(1 << 23) : double(1 << 26);
@@ -869,8 +931,15 @@ int main(int argc, char** argv) {
   reduction_cases(cases, r, per_family, total);
   composite_cases(cases, r, per_family / 2, total);
   if (!only.empty()) std::erase_if(cases, [&](const Case& c) { return c.family != only; });
+  if (list) return list_cases(cases);
+  try {
+    if (device_count() == 0) throw NoDeviceError("no GPU");
+  } catch (const std::exception& e) {
+    std::printf("{\"device\": null, \"error\": %s, \"cases\": []}\n", json_string(e.what()).c_str());
+    return 0;
+  }
 
-  const double copy = copy_rate_gbps();
+  const double copy = copy_rate_gbps(), write = write_rate_gbps();
   std::vector<std::string> errors;
   std::uint64_t case_seed = seed * 1000003;
   for (auto& c : cases) {
@@ -880,6 +949,7 @@ int main(int argc, char** argv) {
       else if (c.family == "composite") run_composite(c, r, case_seed);
       else run_elementwise(c, r, case_seed);
       c.fraction = c.bytes / c.ms / 1e6 / copy;
+      c.fraction_touched = (c.touched > 0 ? c.touched : c.bytes) / c.ms / 1e6 / copy;
       if (!c.correct) errors.push_back(fmt::format("{{\"case\": {}, \"error\": \"wrong results\"}}", json_string(c.name)));
     } catch (const std::exception& e) {
       c.error = e.what();
@@ -911,9 +981,10 @@ int main(int argc, char** argv) {
                             families.empty() ? "" : ", ", json_string(fam), fc.size(),
                             json_number(fc.front()->fraction), json_number(median), worst);
   }
-  std::string out = fmt::format("{{\"device\": {}, \"seed\": {}, \"quick\": {}, \"copy_GBps\": {}, \"cases\": [\n",
-                                json_string(device_properties(current_device()).name), seed,
-                                quick ? "true" : "false", json_number(copy));
+  std::string out = fmt::format(
+      "{{\"device\": {}, \"seed\": {}, \"quick\": {}, \"copy_GBps\": {}, \"write_GBps\": {}, \"cases\": [\n",
+      json_string(device_properties(current_device()).name), seed, quick ? "true" : "false", json_number(copy),
+      json_number(write));
   for (std::size_t k = 0; k < cases.size(); ++k) out += (k ? ",\n" : "") + case_json(cases[k]);
   out += "],\n\"families\": {" + families + "},\n\"errors\": [";
   for (std::size_t k = 0; k < errors.size(); ++k) out += (k ? ", " : "") + errors[k];

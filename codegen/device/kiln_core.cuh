@@ -113,6 +113,7 @@ struct kiln_loop_dims {
   kiln_I kiln_d[kiln_nd];  // divisors
   kiln_I kiln_m[kiln_nd];  // their multipliers (unsigned bits)
   kiln_I kiln_s[kiln_nd];  // and shifts
+  kiln_I kiln_t;           // tiled: log2 of the tile's cols
 };
 
 // n / d as (umulhi(n, m) + n) >> s (the round-up method of Granlund and Montgomery, m and s

@@ -6,6 +6,7 @@
 
 #include "kiln/codegen/device_header.hpp"
 #include "kiln/codegen/kernel_abi.hpp"
+#include "kiln/codegen/launch_config.hpp"
 #include "kiln/codegen/operation_analysis.hpp"
 #include "source_writer.hpp"
 
@@ -163,131 +164,235 @@ void emit_offsets(SourceWriter& w, const std::vector<LoopOperand>& ops, std::str
   w.line("{0}kiln_i{1} += ({2}) * kiln_shape.kiln_e[{3}];", indent, slot, cs, d);
 }
 
-// A thread takes `unroll` vectors of `vector_width` elements along the last axis, spaced by
-// the grid (consecutive threads, consecutive vectors: coalesced), unravels each with the
-// precomputed divisors (kiln_shape.kiln_d[last] counts vectors), loads every operand of every
-// vector, runs the operation, then stores. Each operand's access follows its last-axis stride,
-// read once before the loop (uniform across the grid, so the branches never diverge).
+// A thread takes `unroll` items of `vector_width` consecutive loop elements (in C order of the
+// planned loop), spaced by the grid (consecutive threads, consecutive items: coalesced), and
+// unravels each with the precomputed divisors. An item is fast when every operand can take it
+// in one access: an operand contiguous over the whole loop (flat) by a vector anywhere; any
+// other, while the item stays in one row of the last axis, by its last-axis stride: a vector
+// (unit stride, aligned at this item), a reversed vector (negative unit stride), or one element
+// for all (stride 0). Other items (crossing a row, misaligned, strided gathers, the tail) walk
+// their elements with an odometer over the axes, flat operands still by vectors where they can.
+// The strides are uniform across the grid, so branches diverge only between such items.
 void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
-  const int vw = s.vector_width, u = s.unroll, nd = s.ndim;
+  const int vw = s.vector_width, u = s.unroll, nd = s.ndim, last = nd - 1;
   const auto ops = loop_arrays(def, s);
-  if (vw > 1)
-    for (const auto& o : ops) w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", o.p->name, nd - 1);
-  w.line("  const kiln_uidx kiln_items = kiln_uidx(kiln_n) / {};", vw);
+  auto ptr = [&](const LoopOperand& o, std::string_view off) {
+    return fmt::format("reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + {})", o.p->is_output ? "" : "const ",
+                       ctype(s, o.k), o.p->name, off);
+  };
+  if (vw == 1) {
+    // One element per item: unravel, then one access per operand.
+    w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_uidx(kiln_n); kiln_v += {} * kiln_nthreads) {{", u);
+    for (const auto& o : ops) {
+      w.line("    kiln_idx kiln_o_{}[{}];", o.p->name, u);
+      w.line("    {} kiln_r_{}[{}];", ctype(s, o.k), o.p->name, u);
+    }
+    w.line("    kiln_idx kiln_i[{}];", u);
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+    w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
+    w.line("      kiln_uidx kiln_rem = kiln_t < kiln_uidx(kiln_n) ? kiln_t : 0;");
+    for (const auto& o : ops) w.line("      kiln_o_{}[kiln_u] = 0;", o.p->name);
+    w.line("      kiln_i[kiln_u] = 0;");
+    if (nd > 1) {
+      w.line("#pragma unroll");
+      w.line("      for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
+      w.line("        const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], kiln_shape.kiln_s[kiln_d]);");
+      w.line("        const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
+      w.line("        kiln_rem = kiln_q;");
+      emit_offsets(w, ops, "        ", "kiln_c", "kiln_d", "[kiln_u]", 1);
+      w.line("      }}");
+    }
+    emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", 1);
+    w.line("    }}");
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", u);
+    w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_uidx(kiln_n)) {{");
+    for (const auto& o : ops)
+      if (o.load) w.line("        kiln_r_{}[kiln_u] = *{};", o.p->name, ptr(o, fmt::format("kiln_o_{}[kiln_u]", o.p->name)));
+    w.line("      }}");
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", u);
+    w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_uidx(kiln_n)) {{");
+    w.line("        {}", body_call(def, s, "kiln_i[kiln_u]", [](int, const Param& p) {
+             return fmt::format("kiln_r_{}[kiln_u]", p.name);
+           }));
+    for (const auto& o : ops)
+      if (o.p->is_output) w.line("        *{} = kiln_r_{}[kiln_u];", ptr(o, fmt::format("kiln_o_{}[kiln_u]", o.p->name)), o.p->name);
+    w.line("      }}");
+    w.line("  }}");
+    return;
+  }
+  // Per operand, once: the last-axis stride and whether it is contiguous over the whole loop.
+  for (const auto& o : ops) {
+    const auto& n = o.p->name;
+    w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", n, last);
+    w.line("  bool kiln_flat_{0} = kiln_is_{0} == kiln_idx(sizeof({1}));", n, ctype(s, o.k));
+    for (int d = 0; d < last; ++d)
+      w.line("  kiln_flat_{0} = kiln_flat_{0} && kiln_p_{0}.kiln_s[{1}] == kiln_p_{0}.kiln_s[{2}] * kiln_shape.kiln_v[{2}];", n, d, d + 1);
+  }
+  w.line("  const kiln_uidx kiln_items = (kiln_uidx(kiln_n) + {0}) / {1};", vw - 1, vw);
   w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_items; kiln_v += {} * kiln_nthreads) {{", u);
   for (const auto& o : ops) {
     w.line("    kiln_idx kiln_o_{}[{}];", o.p->name, u);
+    w.line("    bool kiln_vf_{}[{}];  // flat and aligned here: one vector whatever the rows", o.p->name, u);
     w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, u, vw);
+    if (o.p->is_output) w.line("    kiln_idx kiln_so_{}[{}][{}];", o.p->name, u, vw);
   }
-  w.line("    kiln_idx kiln_i[{}];", u);
-  // Unravel: out-of-range slots unravel item 0 (their offsets stay in bounds; they are skipped).
+  w.line("    kiln_idx kiln_i[{}], kiln_ie[{}][{}], kiln_c[{}][{}];", u, u, vw, u, nd);
+  w.line("    bool kiln_fast[{}];", u);
+  w.line("    kiln_uidx kiln_f0[{}];", u);
+  // Unravel the item's first element.
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
   w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
-  w.line("      kiln_uidx kiln_rem = kiln_t < kiln_items ? kiln_t : 0;");
+  w.line("      kiln_f0[kiln_u] = (kiln_t < kiln_items ? kiln_t : 0) * {};", vw);
+  w.line("      kiln_uidx kiln_rem = kiln_f0[kiln_u];");
   for (const auto& o : ops) w.line("      kiln_o_{}[kiln_u] = 0;", o.p->name);
   w.line("      kiln_i[kiln_u] = 0;");
   if (nd > 1) {
     w.line("#pragma unroll");
-    w.line("      for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", nd - 1);
+    w.line("      for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
     w.line("        const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], kiln_shape.kiln_s[kiln_d]);");
-    w.line("        const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
+    w.line("        const kiln_idx kiln_cd = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
     w.line("        kiln_rem = kiln_q;");
-    w.line("        const kiln_idx kiln_cs = kiln_d == {} ? kiln_c * {} : kiln_c;", nd - 1, vw);
-    emit_offsets(w, ops, "        ", "kiln_cs", "kiln_d", "[kiln_u]", 1);
+    w.line("        kiln_c[kiln_u][kiln_d] = kiln_cd;");
+    emit_offsets(w, ops, "        ", "kiln_cd", "kiln_d", "[kiln_u]", 1);
     w.line("      }}");
-    emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", 1);
-  } else {
-    emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", vw);
   }
+  w.line("      kiln_c[kiln_u][0] = kiln_idx(kiln_rem);");
+  emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", 1);
+  // Fast or not, per operand (see above).
+  w.line("      const bool kiln_whole = kiln_f0[kiln_u] + {0} <= kiln_uidx(kiln_n);", vw);
+  w.line("      const bool kiln_row = kiln_whole && kiln_c[kiln_u][{0}] + {1} <= kiln_shape.kiln_v[{0}];", last, vw);
+  w.line("      bool kiln_all = kiln_whole;");
+  for (const auto& o : ops) {
+    const auto& n = o.p->name;
+    const auto t = ctype(s, o.k);
+    const std::string bytes = fmt::format("{} * sizeof({})", vw, t);
+    w.line("      {{");
+    w.line("        const unsigned long long kiln_a = reinterpret_cast<unsigned long long>(kiln_p_{0}.kiln_p + kiln_o_{0}[kiln_u]);", n);
+    w.line("        kiln_vf_{0}[kiln_u] = kiln_flat_{0} && kiln_whole && kiln_a % ({1}) == 0;", n, bytes);
+    w.line("        kiln_all = kiln_all && (kiln_vf_{0}[kiln_u] || (kiln_row && (", n);
+    w.line("            (kiln_is_{0} == kiln_idx(sizeof({1})) && kiln_a % ({2}) == 0) ||", n, t, bytes);
+    w.line("            (kiln_is_{0} == -kiln_idx(sizeof({1})) && (kiln_a - ({3} - 1) * sizeof({1})) % ({2}) == 0) ||", n, t, bytes, vw);
+    w.line("            ({}kiln_is_{} == 0))));", o.p->is_output ? "false && " : "", n);
+    w.line("      }}");
+  }
+  w.line("      kiln_fast[kiln_u] = kiln_all;");
   w.line("    }}");
-  auto elem = [&](const LoopOperand& o, std::string_view extra) {
-    return fmt::format("*reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + kiln_o_{}[kiln_u]{})",
-                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, o.p->name, extra);
-  };
-  auto vec_ptr = [&](const LoopOperand& o, std::string_view back) {
-    return fmt::format("reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + kiln_o_{}[kiln_u]){}",
-                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, o.p->name, back);
-  };
   // Loads, all issued before the operation.
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
-  w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_items) {{");
+  w.line("      if (kiln_v + kiln_u * kiln_nthreads >= kiln_items) continue;");
+  w.line("      if (kiln_fast[kiln_u]) {{");
   for (const auto& o : ops) {
-    if (!o.load) continue;
     const auto& n = o.p->name;
     const auto t = ctype(s, o.k);
-    if (vw == 1) {
-      w.line("        kiln_r_{}[kiln_u][0] = {};", n, elem(o, ""));
-      continue;
+    const std::string at = fmt::format("kiln_o_{}[kiln_u]", n);
+    if (o.load) {
+      w.line("        if (kiln_vf_{0}[kiln_u] || kiln_is_{0} == kiln_idx(sizeof({1}))) {{", n, t);
+      w.line("          kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, n, ptr(o, at));
+      w.line("        }} else if (kiln_is_{} == 0) {{", n);
+      w.line("          const {} kiln_one = *{};", t, ptr(o, at));
+      w.line("#pragma unroll");
+      w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_one;", vw, n);
+      w.line("        }} else {{");
+      w.line("          {} kiln_tmp[{}];", t, vw);
+      w.line("          kiln_load<{}>(kiln_tmp, {} - {});", vw, ptr(o, at), vw - 1);
+      w.line("#pragma unroll");
+      w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_tmp[{2} - kiln_k];", vw, n, vw - 1);
+      w.line("        }}");
     }
-    w.line("        if (kiln_is_{} == kiln_idx(sizeof({}))) {{", n, t);
-    w.line("          kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, n, vec_ptr(o, ""));
-    w.line("        }} else if (kiln_is_{} == -kiln_idx(sizeof({}))) {{", n, t);
-    w.line("          {} kiln_tmp[{}];", t, vw);
-    w.line("          kiln_load<{}>(kiln_tmp, {});", vw, vec_ptr(o, fmt::format(" - {}", vw - 1)));
-    w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_tmp[{2} - kiln_k];", vw, n, vw - 1);
-    w.line("        }} else if (kiln_is_{} == 0) {{", n);
-    w.line("          const {} kiln_one = {};", t, elem(o, ""));
-    w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_one;", vw, n);
-    w.line("        }} else {{");
-    w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = {2};", vw, n,
-           elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
-    w.line("        }}");
   }
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_ie[kiln_u][kiln_k] = kiln_i[kiln_u] + kiln_k * kiln_shape.kiln_e[{1}];", vw, last);
+  w.line("      }} else {{");
+  // Flat operands by vectors where they can; the rest element by element.
+  for (const auto& o : ops)
+    if (o.load) w.line("        if (kiln_vf_{0}[kiln_u]) kiln_load<{1}>(kiln_r_{0}[kiln_u], {2});", o.p->name, vw,
+                       ptr(o, fmt::format("kiln_o_{}[kiln_u]", o.p->name)));
+  for (const auto& o : ops) w.line("        kiln_idx kiln_q_{0} = kiln_o_{0}[kiln_u];", o.p->name);
+  w.line("        kiln_idx kiln_qi = kiln_i[kiln_u];");
+  w.line("        kiln_idx kiln_cc[{}];", nd);
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_d = 0; kiln_d < {}; ++kiln_d) kiln_cc[kiln_d] = kiln_c[kiln_u][kiln_d];", nd);
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+  w.line("          kiln_ie[kiln_u][kiln_k] = kiln_qi;");
+  w.line("          if (kiln_f0[kiln_u] + kiln_k < kiln_uidx(kiln_n)) {{");
+  for (const auto& o : ops) {
+    if (o.load)
+      w.line("            if (!kiln_vf_{0}[kiln_u]) kiln_r_{0}[kiln_u][kiln_k] = *{1};", o.p->name,
+             ptr(o, fmt::format("kiln_q_{}", o.p->name)));
+    if (o.p->is_output) w.line("            kiln_so_{0}[kiln_u][kiln_k] = kiln_q_{0};", o.p->name);
+  }
+  w.line("          }}");
+  // Next element: step the last axis, carrying into the axes before it at row ends.
+  for (const auto& o : ops) w.line("          kiln_q_{0} += kiln_is_{0};", o.p->name);
+  w.line("          kiln_qi += kiln_shape.kiln_e[{}];", last);
+  w.line("#pragma unroll");
+  w.line("          for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
+  w.line("            if (++kiln_cc[kiln_d] < kiln_shape.kiln_v[kiln_d]) break;");
+  w.line("            kiln_cc[kiln_d] = 0;");
+  for (const auto& o : ops)
+    w.line("            kiln_q_{0} += kiln_p_{0}.kiln_s[kiln_d - 1] - kiln_shape.kiln_v[kiln_d] * kiln_p_{0}.kiln_s[kiln_d];", o.p->name);
+  w.line("            kiln_qi += kiln_shape.kiln_e[kiln_d - 1] - kiln_shape.kiln_v[kiln_d] * kiln_shape.kiln_e[kiln_d];");
+  w.line("          }}");
+  w.line("        }}");
   w.line("      }}");
   w.line("    }}");
   // The operation, then the stores.
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
-  w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_items) {{");
+  w.line("      if (kiln_v + kiln_u * kiln_nthreads >= kiln_items) continue;");
   w.line("#pragma unroll");
-  w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
-  w.line("          const kiln_idx kiln_j = kiln_i[kiln_u] + kiln_k * kiln_shape.kiln_e[{}];", nd - 1);
-  w.line("          {}", body_call(def, s, "kiln_j", [](int, const Param& p) {
+  w.line("      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+  w.line("        if (kiln_fast[kiln_u] || kiln_f0[kiln_u] + kiln_k < kiln_uidx(kiln_n)) {{");
+  w.line("          {}", body_call(def, s, "kiln_ie[kiln_u][kiln_k]", [](int, const Param& p) {
            return fmt::format("kiln_r_{}[kiln_u][kiln_k]", p.name);
          }));
   w.line("        }}");
+  w.line("      }}");
   for (const auto& o : ops) {
     if (!o.p->is_output) continue;
     const auto& n = o.p->name;
     const auto t = ctype(s, o.k);
-    if (vw == 1) {
-      w.line("        {} = kiln_r_{}[kiln_u][0];", elem(o, ""), n);
-      continue;
-    }
-    w.line("        if (kiln_is_{} == kiln_idx(sizeof({}))) {{", n, t);
-    w.line("          kiln_store<{}>({}, kiln_r_{}[kiln_u]);", vw, vec_ptr(o, ""), n);
-    w.line("        }} else if (kiln_is_{} == -kiln_idx(sizeof({}))) {{", n, t);
-    w.line("          {} kiln_tmp[{}];", t, vw);
+    const std::string at = fmt::format("kiln_o_{}[kiln_u]", n);
+    w.line("      if (kiln_vf_{}[kiln_u] || (kiln_fast[kiln_u] && kiln_is_{} == kiln_idx(sizeof({})))) {{", n, n, t);
+    w.line("        kiln_store<{}>({}, kiln_r_{}[kiln_u]);", vw, ptr(o, at), n);
+    w.line("      }} else if (kiln_fast[kiln_u]) {{");
+    w.line("        {} kiln_tmp[{}];", t, vw);
     w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_tmp[{2} - kiln_k] = kiln_r_{1}[kiln_u][kiln_k];", vw, n, vw - 1);
-    w.line("          kiln_store<{}>({}, kiln_tmp);", vw, vec_ptr(o, fmt::format(" - {}", vw - 1)));
-    w.line("        }} else {{");
+    w.line("        for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_tmp[{2} - kiln_k] = kiln_r_{1}[kiln_u][kiln_k];", vw, n, vw - 1);
+    w.line("        kiln_store<{}>({} - {}, kiln_tmp);", vw, ptr(o, at), vw - 1);
+    w.line("      }} else {{");
     w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) {2} = kiln_r_{1}[kiln_u][kiln_k];", vw, n,
-           elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
-    w.line("        }}");
+    w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
+    w.line("          if (kiln_f0[kiln_u] + kiln_k < kiln_uidx(kiln_n)) *{} = kiln_r_{}[kiln_u][kiln_k];",
+           ptr(o, fmt::format("kiln_so_{}[kiln_u][kiln_k]", n)), n);
+    w.line("      }}");
   }
-  w.line("      }}");
   w.line("    }}");
   w.line("  }}");
 }
 
 // ---- tiled loop ----
 
-// A 32x32 tile of the (rows, cols) axes per block of 32x8 threads, each thread 4 rows; blocks
-// take tiles in turn (col tile fastest, then row tile, then the batch axes, unravelled once
-// per tile). The operation always runs at (row ty + 8k, col tx), so operands contiguous along
-// cols are read and written directly in full lines; staged operands (contiguous along rows)
-// are moved between memory and a padded shared tile by threads running down the rows (tx is
-// the row), so their accesses are full lines too and the shared reads are free of bank
+// A tile of tr x tc elements of the (rows, cols) axes (tr * tc = 256 threads x K elements, tc
+// at run time: kiln_shape.kiln_t is its log2) per block; blocks take tiles in turn (col tile
+// fastest, then row tile, then the batch axes, unravelled once per tile). Element e = thread
+// + 256 k of a tile is (row e / tc, col e % tc) for direct accesses: operands contiguous along
+// cols are read and written in full lines. Staged operands (contiguous along rows) are moved
+// between memory and a shared tile [tc][tr + 1] with e mapped to (row e % tr, col e / tr), so
+// their accesses run along lines too; the odd pitch keeps the shared accesses free of bank
 // conflicts.
 void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   const int nd = s.ndim, rax = nd - 2, cax = nd - 1;
+  const int per_thread = tiled_elements_per_thread(s);
+  const int tile = kTiledThreads * per_thread;
+  int log2_tile = 0;
+  while ((1 << log2_tile) < tile) ++log2_tile;
   const auto all = loop_arrays(def, s);
   bool staged_in = false, staged_out = false;
   for (const auto& o : all) {
@@ -301,34 +406,36 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   for (const auto& o : all)
     if (s.staged(o.k)) {
       // Raw storage: a __shared__ array of a class type (complex) may not be constructed.
-      w.line("  __shared__ __align__(16) unsigned char kiln_sm_{}[32 * 33 * sizeof({})];", o.p->name, ctype(s, o.k));
-      w.line("  {0} (*const kiln_t_{1})[33] = reinterpret_cast<{0} (*)[33]>(kiln_sm_{1});", ctype(s, o.k), o.p->name);
+      w.line("  __shared__ __align__(16) unsigned char kiln_sm_{}[{} * sizeof({})];", o.p->name,
+             tiled_shared_elements(s), ctype(s, o.k));
+      w.line("  {0}* const kiln_t_{1} = reinterpret_cast<{0}*>(kiln_sm_{1});", ctype(s, o.k), o.p->name);
     }
   w.line("  const kiln_idx kiln_rows = kiln_shape.kiln_v[{}], kiln_cols = kiln_shape.kiln_v[{}];", rax, cax);
-  w.line("  const int kiln_tx = int(threadIdx.x), kiln_ty = int(threadIdx.y);");
+  w.line("  const int kiln_lc = int(kiln_shape.kiln_t), kiln_lr = {} - kiln_lc;", log2_tile);
+  w.line("  const int kiln_tc = 1 << kiln_lc, kiln_tr = 1 << kiln_lr, kiln_pitch = kiln_tr + 1;");
+  w.line("  const int kiln_th = int(threadIdx.x);");
   // kiln_d of the rows and cols axes count their tiles.
   w.line("  kiln_uidx kiln_tiles = kiln_uidx(kiln_shape.kiln_d[{}]) * kiln_uidx(kiln_shape.kiln_d[{}]);", rax, cax);
   for (int d = 0; d < rax; ++d) w.line("  kiln_tiles *= kiln_uidx(kiln_shape.kiln_v[{}]);", d);
   w.line("  for (kiln_uidx kiln_tile = blockIdx.x; kiln_tile < kiln_tiles; kiln_tile += gridDim.x) {{");
   w.line("    kiln_uidx kiln_rem = kiln_fastdiv(kiln_tile, kiln_shape.kiln_m[{0}], kiln_shape.kiln_s[{0}]);", cax);
-  w.line("    const kiln_idx kiln_c0 = kiln_idx(kiln_tile - kiln_rem * kiln_uidx(kiln_shape.kiln_d[{}])) * 32;", cax);
+  w.line("    const kiln_idx kiln_c0 = kiln_idx(kiln_tile - kiln_rem * kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lc;", cax);
   w.line("    kiln_idx kiln_r0;");
   w.line("    {{");
   w.line("      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], kiln_shape.kiln_s[{0}]);", rax);
-  w.line("      kiln_r0 = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[{}])) * 32;", rax);
+  w.line("      kiln_r0 = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lr;", rax);
   w.line("      kiln_rem = kiln_q;");
   w.line("    }}");
   // The batch axes' offsets (kiln_rem is the batch index).
   for (const auto& o : all) w.line("    char* kiln_b_{0} = kiln_p_{0}.kiln_p;", o.p->name);
   w.line("    kiln_idx kiln_bi = 0;");
   for (int d = rax - 1; d >= 0; --d) {
+    w.line("    {{");
     if (d > 0) {
-      w.line("    {{");
       w.line("      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], kiln_shape.kiln_s[{0}]);", d);
       w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[{}]));", d);
       w.line("      kiln_rem = kiln_q;");
     } else {
-      w.line("    {{");
       w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem);");
     }
     for (const auto& o : all) w.line("      kiln_b_{0} += kiln_c * kiln_p_{0}.kiln_s[{1}];", o.p->name, d);
@@ -336,56 +443,62 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     w.line("    }}");
   }
   if (staged_in || staged_out) w.line("    if (kiln_tile != blockIdx.x) __syncthreads();  // the last tile's shared reads are done");
-  for (const auto& o : all) w.line("    {} kiln_r_{}[4];", ctype(s, o.k), o.p->name);
-  // Staged loads: tx runs down the rows.
-  if (staged_in) {
+  for (const auto& o : all) w.line("    {} kiln_r_{}[{}];", ctype(s, o.k), o.p->name, per_thread);
+  auto staged_loop = [&](auto&& body) {
     w.line("#pragma unroll");
-    w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
-    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_tx, kiln_c = kiln_c0 + kiln_ty + 8 * kiln_k;");
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", per_thread);
+    w.line("      const int kiln_e = kiln_th + {} * kiln_k;", kTiledThreads);
+    w.line("      const int kiln_rr = kiln_e & (kiln_tr - 1), kiln_cc = kiln_e >> kiln_lr;");
+    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_rr, kiln_c = kiln_c0 + kiln_cc;");
     w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
-    for (const auto& o : all)
-      if (s.staged(o.k) && o.load) w.line("        kiln_t_{}[kiln_ty + 8 * kiln_k][kiln_tx] = {};", o.p->name, at(o, "kiln_r", "kiln_c"));
+    body();
     w.line("      }}");
     w.line("    }}");
-  }
+  };
+  auto direct_head = [&] {
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", per_thread);
+    w.line("      const int kiln_e = kiln_th + {} * kiln_k;", kTiledThreads);
+    w.line("      const int kiln_cc = kiln_e & (kiln_tc - 1), kiln_rr = kiln_e >> kiln_lc;");
+    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_rr, kiln_c = kiln_c0 + kiln_cc;");
+    w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
+  };
+  // Staged loads.
+  if (staged_in)
+    staged_loop([&] {
+      for (const auto& o : all)
+        if (s.staged(o.k) && o.load)
+          w.line("        kiln_t_{}[kiln_cc * kiln_pitch + kiln_rr] = {};", o.p->name, at(o, "kiln_r", "kiln_c"));
+    });
   // Direct loads, all issued before any store (an output may be an input).
-  w.line("#pragma unroll");
-  w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
-  w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_ty + 8 * kiln_k, kiln_c = kiln_c0 + kiln_tx;");
-  w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
+  direct_head();
   for (const auto& o : all)
     if (!s.staged(o.k) && o.load) w.line("        kiln_r_{}[kiln_k] = {};", o.p->name, at(o, "kiln_r", "kiln_c"));
   w.line("      }}");
   w.line("    }}");
   if (staged_in) w.line("    __syncthreads();");
-  w.line("#pragma unroll");
-  w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
-  w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_ty + 8 * kiln_k, kiln_c = kiln_c0 + kiln_tx;");
-  w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
+  direct_head();
   for (const auto& o : all)
-    if (s.staged(o.k) && o.load) w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_tx][kiln_ty + 8 * kiln_k];", o.p->name);
+    if (s.staged(o.k) && o.load) w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_cc * kiln_pitch + kiln_rr];", o.p->name);
   w.line("        const kiln_idx kiln_i = kiln_bi + kiln_r * kiln_shape.kiln_e[{}] + kiln_c * kiln_shape.kiln_e[{}];", rax, cax);
   w.line("        {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
            return fmt::format("kiln_r_{}[kiln_k]", p.name);
          }));
   for (const auto& o : all)
     if (o.p->is_output) {
-      if (s.staged(o.k)) w.line("        kiln_t_{0}[kiln_tx][kiln_ty + 8 * kiln_k] = kiln_r_{0}[kiln_k];", o.p->name);
+      if (s.staged(o.k)) w.line("        kiln_t_{0}[kiln_cc * kiln_pitch + kiln_rr] = kiln_r_{0}[kiln_k];", o.p->name);
       else w.line("        {} = kiln_r_{}[kiln_k];", at(o, "kiln_r", "kiln_c"), o.p->name);
     }
   w.line("      }}");
   w.line("    }}");
   if (staged_out) {
-    // Staged stores: tx runs down the rows again.
+    // Staged stores, along the rows again.
     w.line("    __syncthreads();");
-    w.line("#pragma unroll");
-    w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
-    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_tx, kiln_c = kiln_c0 + kiln_ty + 8 * kiln_k;");
-    w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
-    for (const auto& o : all)
-      if (s.staged(o.k) && o.p->is_output) w.line("        {} = kiln_t_{}[kiln_ty + 8 * kiln_k][kiln_tx];", at(o, "kiln_r", "kiln_c"), o.p->name);
-    w.line("      }}");
-    w.line("    }}");
+    staged_loop([&] {
+      for (const auto& o : all)
+        if (s.staged(o.k) && o.p->is_output)
+          w.line("        {} = kiln_t_{}[kiln_cc * kiln_pitch + kiln_rr];", at(o, "kiln_r", "kiln_c"), o.p->name);
+    });
   }
   w.line("  }}");
 }
@@ -395,7 +508,8 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
 std::size_t tiled_shared_bytes(const ElementwiseSpec& s) {
   std::size_t bytes = 0;
   for (int k = 0; k < s.nparams; ++k)
-    if (s.kind(k) == OperandKind::array && s.staged(k)) bytes += 32 * 33 * s.param_dtype(k).itemsize();
+    if (s.kind(k) == OperandKind::array && s.staged(k))
+      bytes += std::size_t(tiled_shared_elements(s)) * s.param_dtype(k).itemsize();
   return bytes;
 }
 

@@ -34,15 +34,16 @@ enum class OperandKind : std::uint8_t {
 enum class Layout : std::uint8_t {
   contiguous,  // every `array` operand is C-contiguous over the loop: pointer + i
   // Byte strides over `ndim` planned dims (collapsed, and ordered by the output's strides).
-  // Each thread takes vectors of `vector_width` elements along the last axis, unravelled with
-  // precomputed divisors; per operand, by its last-axis stride at run time: one vector load or
-  // store (unit stride, aligned), the same reversed (unit negative stride), one element for
-  // the whole vector (stride 0: a broadcast), or one access per element (any other stride).
+  // Each thread takes items of `vector_width` consecutive loop elements, unravelled with
+  // precomputed divisors; per operand and item at run time: one vector (contiguous over the
+  // loop; or unit last-axis stride, the item in one row, aligned), the same reversed (unit
+  // negative stride), one element for the whole item (stride 0: a broadcast), or, for items
+  // that cross rows or gather, one access per element along an odometer.
   strided,
-  // `ndim` >= 2 planned dims (batch..., rows, cols) walked in 32x32 tiles of (rows, cols) by
-  // 32x8 threads, batch axes unravelled per tile. Operands whose fastest axis is the rows (a
-  // transposed view: `staged`) move through shared memory so every global access runs along
-  // a full line.
+  // `ndim` >= 2 planned dims (batch..., rows, cols) walked in tiles of (rows, cols) of 256
+  // threads x K elements (launch_config.hpp: the shape is chosen per call), batch axes
+  // unravelled per tile. Operands whose fastest axis is the rows (a transposed view:
+  // `staged`) move through shared memory so every global access runs along lines.
   tiled,
 };
 
@@ -80,7 +81,8 @@ struct ElementwiseSpec {
 /// strided loops with short vectors take more of them per thread, to keep enough loads in
 /// flight.
 constexpr std::uint8_t default_unroll(Layout layout, int vector_width) {
-  return layout == Layout::strided && vector_width <= 2 ? 4 : 2;
+  if (layout != Layout::strided) return 2;
+  return vector_width <= 2 ? 4 : vector_width == 4 ? 2 : 1;
 }
 
 static_assert(sizeof(OperandSpec) == 5);

@@ -27,11 +27,28 @@ struct LaunchGeometry {
 /// kernels: see tiled_geometry.
 LaunchGeometry elementwise_geometry(const ElementwiseSpec& spec, std::int64_t size, int block,
                                     int max_block);
-/// Rows and cols of a tiled kernel's tile.
-inline constexpr std::int64_t kTile = 32;
-/// A tiled kernel over `batch` rows x cols loops: 32x8 threads (its loops are written for
-/// them) per 32x32 tile, a 1-D grid of every tile (blocks loop past 2^31 - 1 of them).
-LaunchGeometry tiled_geometry(std::int64_t batch, std::int64_t rows, std::int64_t cols);
+// ---- tiled kernels: 256 threads per tile of 256 x K elements ----
+inline constexpr int kTiledThreads = 256;
+/// The shortest side a tile takes (a shorter axis than this does not tile).
+inline constexpr std::int64_t kMinTileSide = 4;
+/// K, the elements each thread moves per tile (compile time): enough bytes in flight for
+/// small dtypes, 32 to 64 bytes per operand: 4 for 16-byte dtypes, 8 for 4 and 8, 16 below.
+int tiled_elements_per_thread(const ElementwiseSpec& spec);
+/// Shared elements per staged operand: the largest [tc][tr + 1] tile (tr >= kMinTileSide).
+int tiled_shared_elements(const ElementwiseSpec& spec);
+
+/// A tile's rows and cols (powers of two, rows x cols = 256 K): square-ish, then narrowed to
+/// a short axis so that few of its elements fall outside the loop.
+struct TileShape {
+  std::int64_t rows = 32, cols = 32;
+  int log2_cols = 5;
+  std::int64_t tiles(std::int64_t batch, std::int64_t loop_rows, std::int64_t loop_cols) const {
+    return batch * ((loop_rows + rows - 1) / rows) * ((loop_cols + cols - 1) / cols);
+  }
+};
+TileShape tile_shape(const ElementwiseSpec& spec, std::int64_t rows, std::int64_t cols);
+/// A tiled kernel: 256 threads per tile, a 1-D grid of every tile (blocks loop past 2^31 - 1).
+LaunchGeometry tiled_geometry(std::int64_t tiles);
 
 struct ReductionGeometry {
   std::uint32_t grid_x = 1, grid_y = 1;

@@ -81,7 +81,7 @@ void KernelArgs::put_dims(const std::int64_t* dims, int ndim) {
 }
 
 void KernelArgs::put_loop_dims(const std::int64_t* extents, const std::int64_t* steps,
-                               const std::int64_t* divisors, int ndim) {
+                               const std::int64_t* divisors, int ndim, std::int64_t tile) {
   AbiLayout l;
   std::byte* out = begin({.kind = AbiKind::loop_dims, .ndim = ndim}, l);
   for (int d = 0; d < ndim; ++d) put_indices(out, extents[d]);
@@ -97,6 +97,8 @@ void KernelArgs::put_loop_dims(const std::int64_t* extents, const std::int64_t* 
     p += row - width;
     put_indices(p, f.shift);
   }
+  out += 3 * row;
+  put_indices(out, tile);
 }
 
 }  // namespace kiln::detail

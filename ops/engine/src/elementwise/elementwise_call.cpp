@@ -36,10 +36,8 @@ struct ElementwiseKind {
     return kernel.compile_request(spec, arch);
   }
   Launch geometry(const KernelCall& c, const Plan& p, const cache::LoadedKernel& k) const {
-    const int nd = p.spec.ndim;
     const auto g = p.spec.layout == Layout::tiled
-                       ? codegen::tiled_geometry(c.size / (p.shape[nd - 2] * p.shape[nd - 1]), p.shape[nd - 2],
-                                                 p.shape[nd - 1])
+                       ? codegen::tiled_geometry(p.tiles)
                        : codegen::elementwise_geometry(p.spec, c.size, c.options.block_size,
                                                       k.max_threads_per_block);
     return {dim3(g.grid, g.grid_y), dim3(unsigned(g.block_x), unsigned(g.block_y))};

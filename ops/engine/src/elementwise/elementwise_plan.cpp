@@ -16,9 +16,6 @@ namespace {
 
 using Operands = std::array<int, kMaxParams>;  // loop operand j -> its parameter
 
-// A tile is 32 x 32: below 16 along either axis most of its threads would idle, and the
-// strided loop (whose short runs the caches absorb) does better.
-constexpr std::int64_t kMinTileExtent = 16;
 
 // The axis a tiled loop pairs with the last one: the fastest axis (smallest nonzero |stride|)
 // of the first operand that runs faster along some axis than along the last (a transposed or
@@ -59,7 +56,7 @@ bool plan_tiled(const KernelCall& c, const Operands& ops, ElementwisePlan& plan)
   const int nd = plan.shape.size();
   if (nd < 2 || (c.options.block_size != 0 && c.options.block_size != 256)) return false;
   const int r = transposed_axis(plan, ops);
-  if (r < 0 || plan.shape[r] < kMinTileExtent || plan.shape[nd - 1] < kMinTileExtent) return false;
+  if (r < 0 || plan.shape[r] < codegen::kMinTileSide || plan.shape[nd - 1] < codegen::kMinTileSide) return false;
   for (int j = 0; j < plan.noperands; ++j) {
     const int k = ops[std::size_t(j)];
     if (spec.kind(k) != OperandKind::array) continue;
@@ -74,12 +71,16 @@ bool plan_tiled(const KernelCall& c, const Operands& ops, ElementwisePlan& plan)
   spec.layout = Layout::tiled;
   spec.ndim = std::uint8_t(nd);
   spec.vector_width = 1;
+  const std::int64_t rows = plan.shape[nd - 2], cols = plan.shape[nd - 1];
+  plan.tile = codegen::tile_shape(spec, rows, cols);
+  plan.tiles = plan.tile.tiles(c.size / (rows * cols), rows, cols);
   return true;
 }
 
-// Elements per vector of a strided loop: 16 bytes of the widest operand, halved until the
-// last axis holds whole vectors and every operand with a unit last-axis stride (the ones
-// that take vector accesses) is aligned for them at every vector; 1 when no operand would.
+// Elements per item of a strided loop: 16 bytes of the widest operand when some operand
+// takes vectors (contiguous over the loop with an aligned start; or a unit last-axis stride,
+// a last axis of at least 2, items checked at run time), else 1. A contiguous operand whose
+// start is misaligned halves the width until it is not.
 int strided_vector_width(const KernelCall& c, const Operands& ops, const ElementwisePlan& plan) {
   const int nd = plan.shape.size(), last = nd - 1;
   std::int64_t widest = 0;
@@ -87,27 +88,26 @@ int strided_vector_width(const KernelCall& c, const Operands& ops, const Element
     if (plan.spec.kind(ops[std::size_t(j)]) == OperandKind::array)
       widest = std::max(widest, std::int64_t(c.arrays[ops[std::size_t(j)]]->itemsize()));
   if (widest == 0 || widest >= 16) return 1;
-  for (int w = int(16 / widest); w > 1; w /= 2) {
-    if (plan.shape[last] % w != 0) continue;
-    bool any = false, aligned = true;
-    for (int j = 0; j < plan.noperands && aligned; ++j) {
-      const int k = ops[std::size_t(j)];
-      if (plan.spec.kind(k) != OperandKind::array) continue;
-      const ndarray& a = *c.arrays[k];
-      const auto isz = std::int64_t(a.itemsize());
-      const Shape& st = plan.strides[std::size_t(j)];
-      if (std::abs(st[last]) != isz) continue;
-      any = true;
-      const std::int64_t bytes = w * isz;
-      // A reversed operand's vector starts at its last element.
-      const auto first = reinterpret_cast<std::uintptr_t>(a.data()) - std::uintptr_t(st[last] < 0 ? (w - 1) * isz : 0);
-      aligned = first % std::uintptr_t(bytes) == 0;
-      for (int d = 0; d < last && aligned; ++d) aligned = st[d] % bytes == 0;
+  int w = int(16 / widest);
+  bool flat = false, rows = false;
+  for (int j = 0; j < plan.noperands; ++j) {
+    const int k = ops[std::size_t(j)];
+    if (plan.spec.kind(k) != OperandKind::array) continue;
+    const ndarray& a = *c.arrays[k];
+    const auto isz = std::int64_t(a.itemsize());
+    const Shape& st = plan.strides[std::size_t(j)];
+    if (codegen::is_contiguous_over(plan.shape, st, isz)) {
+      flat = true;
+      while (w > 1 && reinterpret_cast<std::uintptr_t>(a.data()) % std::uintptr_t(w * isz) != 0) w /= 2;
+    } else if (std::abs(st[last]) == isz && plan.shape[last] >= 2) {
+      rows = true;
     }
-    if (!any) return 1;
-    if (aligned) return w;
   }
-  return 1;
+  if (!flat) {
+    if (!rows) return 1;
+    while (w > 2 && w > plan.shape[last]) w /= 2;  // items no longer than a row
+  }
+  return w;
 }
 
 }  // namespace
@@ -126,8 +126,6 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
   plan.noperands = nops;
   plan.shape = c.shape;
   if (reduce_dims) codegen::collapse_dims(plan.shape, plan.strides.span(), def.uses_index ? -1 : first_output);
-  // C order over the planned loop: the user's i when the axes kept their order (uses_index).
-  plan.index_strides = c_strides(plan.shape, 1);
 
   auto& spec = plan.spec;
   spec.nparams = std::uint8_t(c.nparams);
@@ -164,6 +162,8 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
     return;
   }
   spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, std::max(array_span, raw_span)));
+  // C order over the planned loop: the user's i when the axes kept their order (uses_index).
+  plan.index_strides = c_strides(plan.shape, 1);
   if (!plan_tiled(c, ops, plan)) {
     spec.layout = Layout::strided;
     spec.ndim = std::uint8_t(plan.shape.size());
@@ -191,17 +191,17 @@ void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelAr
   }
   args.put_index(c.size);
   if (spec.layout == Layout::contiguous) return;
-  // What the kernel unravels: vectors along a strided loop's last axis, tiles of a tiled
-  // loop's rows and cols.
+  // What the kernel unravels: elements of a strided loop, tiles of a tiled loop's rows and
+  // cols.
   const int nd = spec.ndim;
-  Shape divisors = plan.shape;
-  if (spec.layout == Layout::tiled) {
-    divisors[nd - 2] = (divisors[nd - 2] + codegen::kTile - 1) / codegen::kTile;
-    divisors[nd - 1] = (divisors[nd - 1] + codegen::kTile - 1) / codegen::kTile;
-  } else {
-    divisors[nd - 1] /= spec.vector_width;
+  if (spec.layout != Layout::tiled) {
+    args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), plan.shape.data(), nd, 0);
+    return;
   }
-  args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), divisors.data(), nd);
+  Shape divisors = plan.shape;
+  divisors[nd - 2] = (divisors[nd - 2] + plan.tile.rows - 1) / plan.tile.rows;
+  divisors[nd - 1] = (divisors[nd - 1] + plan.tile.cols - 1) / plan.tile.cols;
+  args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), divisors.data(), nd, plan.tile.log2_cols);
 }
 
 }  // namespace kiln::detail

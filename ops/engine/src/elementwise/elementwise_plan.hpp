@@ -3,10 +3,10 @@
 // arguments its kernel takes. Layout classes, in the order they are tried:
 //   contiguous  every operand C-contiguous over the loop (after collapsing): vectors of 16 bytes
 //   tiled       some operand's fastest axis is not the loop's last (a transposed or permuted
-//               view): 32x32 tiles of (its fastest axis, the last axis) over any batch axes,
-//               staged through shared memory where an access would cross lines
-//   strided     everything else (broadcasts, slices, negative steps, size-1 axes): vectors
-//               along the last axis where strides and alignment allow
+//               view): tiles of (its fastest axis, the last axis) over any batch axes, staged
+//               through shared memory where an access would cross lines
+//   strided     everything else (broadcasts, slices, negative steps, size-1 axes): items of
+//               consecutive elements, by vectors where strides and alignment allow
 // The loop is first collapsed: size-1 axes dropped, axes ordered by the first output's strides
 // (unless the code reads the flat index i), contiguous axes merged.
 #include <array>
@@ -17,6 +17,7 @@
 #include "call/stack_vector.hpp"
 #include "kiln/codegen/elementwise_definition.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"
+#include "kiln/codegen/launch_config.hpp"
 
 namespace kiln::detail {
 
@@ -27,6 +28,8 @@ struct ElementwisePlan {
   StackVector<Shape, kMaxParams> strides;           // per loop operand, over `shape`
   std::array<std::int8_t, kMaxParams> slot;         // parameter -> its index in `strides`
   int noperands = 0;
+  codegen::TileShape tile;                          // tiled: the tile for this loop
+  std::int64_t tiles = 0;                           // tiled: how many
 };
 
 /// Plans the layout of call `c` of a kernel defined by `def` (dims merged and reordered when
