@@ -235,19 +235,17 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
   w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_items; kiln_v += {} * kiln_nthreads) {{", u);
   for (const auto& o : ops) {
     w.line("    kiln_idx kiln_o_{}[{}];", o.p->name, u);
-    w.line("    bool kiln_vf_{}[{}];  // flat and aligned here: one vector whatever the rows", o.p->name, u);
     w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, u, vw);
-    if (o.p->is_output) w.line("    kiln_idx kiln_so_{}[{}][{}];", o.p->name, u, vw);
   }
-  w.line("    kiln_idx kiln_i[{}], kiln_ie[{}][{}], kiln_c[{}][{}];", u, u, vw, u, nd);
+  w.line("    kiln_idx kiln_i[{}];", u);
   w.line("    bool kiln_fast[{}];", u);
-  w.line("    kiln_uidx kiln_f0[{}];", u);
-  // Unravel the item's first element.
+  // Unravel each item's first element; decide whether it is fast (see above).
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
   w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
-  w.line("      kiln_f0[kiln_u] = (kiln_t < kiln_items ? kiln_t : 0) * {};", vw);
-  w.line("      kiln_uidx kiln_rem = kiln_f0[kiln_u];");
+  w.line("      const kiln_uidx kiln_f0 = (kiln_t < kiln_items ? kiln_t : 0) * {};", vw);
+  w.line("      kiln_uidx kiln_rem = kiln_f0;");
+  w.line("      kiln_idx kiln_cl = 0;  // the last axis' coordinate");
   for (const auto& o : ops) w.line("      kiln_o_{}[kiln_u] = 0;", o.p->name);
   w.line("      kiln_i[kiln_u] = 0;");
   if (nd > 1) {
@@ -256,152 +254,163 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
     w.line("        const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], kiln_shape.kiln_s[kiln_d]);");
     w.line("        const kiln_idx kiln_cd = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
     w.line("        kiln_rem = kiln_q;");
-    w.line("        kiln_c[kiln_u][kiln_d] = kiln_cd;");
+    w.line("        if (kiln_d == {}) kiln_cl = kiln_cd;", last);
     emit_offsets(w, ops, "        ", "kiln_cd", "kiln_d", "[kiln_u]", 1);
     w.line("      }}");
+  } else {
+    w.line("      kiln_cl = kiln_idx(kiln_rem);");
   }
-  w.line("      kiln_c[kiln_u][0] = kiln_idx(kiln_rem);");
   emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", 1);
-  // Fast or not, per operand (see above).
-  w.line("      const bool kiln_whole = kiln_f0[kiln_u] + {0} <= kiln_uidx(kiln_n);", vw);
-  w.line("      const bool kiln_row = kiln_whole && kiln_c[kiln_u][{0}] + {1} <= kiln_shape.kiln_v[{0}];", last, vw);
-  w.line("      bool kiln_all = kiln_whole;");
+  w.line("      bool kiln_all = kiln_f0 + {0} <= kiln_uidx(kiln_n);", vw);
+  w.line("      const bool kiln_row = kiln_cl + {1} <= kiln_shape.kiln_v[{0}];", last, vw);
   for (const auto& o : ops) {
     const auto& n = o.p->name;
     const auto t = ctype(s, o.k);
     const std::string bytes = fmt::format("{} * sizeof({})", vw, t);
     w.line("      {{");
     w.line("        const unsigned long long kiln_a = reinterpret_cast<unsigned long long>(kiln_p_{0}.kiln_p + kiln_o_{0}[kiln_u]);", n);
-    w.line("        kiln_vf_{0}[kiln_u] = kiln_flat_{0} && kiln_whole && kiln_a % ({1}) == 0;", n, bytes);
-    w.line("        kiln_all = kiln_all && (kiln_vf_{0}[kiln_u] || (kiln_row && (", n);
+    w.line("        kiln_all = kiln_all && ((kiln_flat_{0} && kiln_a % ({1}) == 0) || (kiln_row && (", n, bytes);
     w.line("            (kiln_is_{0} == kiln_idx(sizeof({1})) && kiln_a % ({2}) == 0) ||", n, t, bytes);
     w.line("            (kiln_is_{0} == -kiln_idx(sizeof({1})) && (kiln_a - ({3} - 1) * sizeof({1})) % ({2}) == 0) ||", n, t, bytes, vw);
     w.line("            ({}kiln_is_{} == 0))));", o.p->is_output ? "false && " : "", n);
     w.line("      }}");
   }
-  w.line("      kiln_fast[kiln_u] = kiln_all;");
+  w.line("      kiln_fast[kiln_u] = kiln_t < kiln_items && kiln_all;");
   w.line("    }}");
-  // Loads, all issued before the operation.
+  // Fast items: every load, then the operation and every store.
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
-  w.line("      if (kiln_v + kiln_u * kiln_nthreads >= kiln_items) continue;");
-  w.line("      if (kiln_fast[kiln_u]) {{");
+  w.line("      if (!kiln_fast[kiln_u]) continue;");
   for (const auto& o : ops) {
+    if (!o.load) continue;
     const auto& n = o.p->name;
     const auto t = ctype(s, o.k);
     const std::string at = fmt::format("kiln_o_{}[kiln_u]", n);
-    if (o.load) {
-      w.line("        if (kiln_vf_{0}[kiln_u] || kiln_is_{0} == kiln_idx(sizeof({1}))) {{", n, t);
-      w.line("          kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, n, ptr(o, at));
-      w.line("        }} else if (kiln_is_{} == 0) {{", n);
-      w.line("          const {} kiln_one = *{};", t, ptr(o, at));
-      w.line("#pragma unroll");
-      w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_one;", vw, n);
-      w.line("        }} else {{");
-      w.line("          {} kiln_tmp[{}];", t, vw);
-      w.line("          kiln_load<{}>(kiln_tmp, {} - {});", vw, ptr(o, at), vw - 1);
-      w.line("#pragma unroll");
-      w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_tmp[{2} - kiln_k];", vw, n, vw - 1);
-      w.line("        }}");
-    }
+    w.line("      if (kiln_is_{0} == kiln_idx(sizeof({1}))) {{  // unit stride or flat", n, t);
+    w.line("        kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, n, ptr(o, at));
+    w.line("      }} else if (kiln_is_{} == 0) {{", n);
+    w.line("        const {} kiln_one = *{};", t, ptr(o, at));
+    w.line("#pragma unroll");
+    w.line("        for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_one;", vw, n);
+    w.line("      }} else {{");
+    w.line("        {} kiln_tmp[{}];", t, vw);
+    w.line("        kiln_load<{}>(kiln_tmp, {} - {});", vw, ptr(o, at), vw - 1);
+    w.line("#pragma unroll");
+    w.line("        for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_tmp[{2} - kiln_k];", vw, n, vw - 1);
+    w.line("      }}");
   }
-  w.line("#pragma unroll");
-  w.line("        for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_ie[kiln_u][kiln_k] = kiln_i[kiln_u] + kiln_k * kiln_shape.kiln_e[{1}];", vw, last);
-  w.line("      }} else {{");
-  // Flat operands by vectors where they can; the rest element by element.
-  for (const auto& o : ops)
-    if (o.load) w.line("        if (kiln_vf_{0}[kiln_u]) kiln_load<{1}>(kiln_r_{0}[kiln_u], {2});", o.p->name, vw,
-                       ptr(o, fmt::format("kiln_o_{}[kiln_u]", o.p->name)));
-  for (const auto& o : ops) w.line("        kiln_idx kiln_q_{0} = kiln_o_{0}[kiln_u];", o.p->name);
-  w.line("        kiln_idx kiln_qi = kiln_i[kiln_u];");
-  w.line("        kiln_idx kiln_cc[{}];", nd);
-  w.line("#pragma unroll");
-  w.line("        for (int kiln_d = 0; kiln_d < {}; ++kiln_d) kiln_cc[kiln_d] = kiln_c[kiln_u][kiln_d];", nd);
-  w.line("#pragma unroll");
-  w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
-  w.line("          kiln_ie[kiln_u][kiln_k] = kiln_qi;");
-  w.line("          if (kiln_f0[kiln_u] + kiln_k < kiln_uidx(kiln_n)) {{");
-  for (const auto& o : ops) {
-    if (o.load)
-      w.line("            if (!kiln_vf_{0}[kiln_u]) kiln_r_{0}[kiln_u][kiln_k] = *{1};", o.p->name,
-             ptr(o, fmt::format("kiln_q_{}", o.p->name)));
-    if (o.p->is_output) w.line("            kiln_so_{0}[kiln_u][kiln_k] = kiln_q_{0};", o.p->name);
-  }
-  w.line("          }}");
-  // Next element: step the last axis, carrying into the axes before it at row ends.
-  for (const auto& o : ops) w.line("          kiln_q_{0} += kiln_is_{0};", o.p->name);
-  w.line("          kiln_qi += kiln_shape.kiln_e[{}];", last);
-  w.line("#pragma unroll");
-  w.line("          for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
-  w.line("            if (++kiln_cc[kiln_d] < kiln_shape.kiln_v[kiln_d]) break;");
-  w.line("            kiln_cc[kiln_d] = 0;");
-  for (const auto& o : ops)
-    w.line("            kiln_q_{0} += kiln_p_{0}.kiln_s[kiln_d - 1] - kiln_shape.kiln_v[kiln_d] * kiln_p_{0}.kiln_s[kiln_d];", o.p->name);
-  w.line("            kiln_qi += kiln_shape.kiln_e[kiln_d - 1] - kiln_shape.kiln_v[kiln_d] * kiln_shape.kiln_e[kiln_d];");
-  w.line("          }}");
-  w.line("        }}");
-  w.line("      }}");
   w.line("    }}");
-  // The operation, then the stores.
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
-  w.line("      if (kiln_v + kiln_u * kiln_nthreads >= kiln_items) continue;");
+  w.line("      if (!kiln_fast[kiln_u]) continue;");
   w.line("#pragma unroll");
   w.line("      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
-  w.line("        if (kiln_fast[kiln_u] || kiln_f0[kiln_u] + kiln_k < kiln_uidx(kiln_n)) {{");
-  w.line("          {}", body_call(def, s, "kiln_ie[kiln_u][kiln_k]", [](int, const Param& p) {
+  w.line("        const kiln_idx kiln_j = kiln_i[kiln_u] + kiln_k * kiln_shape.kiln_e[{}];", last);
+  w.line("        {}", body_call(def, s, "kiln_j", [](int, const Param& p) {
            return fmt::format("kiln_r_{}[kiln_u][kiln_k]", p.name);
          }));
-  w.line("        }}");
   w.line("      }}");
   for (const auto& o : ops) {
     if (!o.p->is_output) continue;
     const auto& n = o.p->name;
     const auto t = ctype(s, o.k);
     const std::string at = fmt::format("kiln_o_{}[kiln_u]", n);
-    w.line("      if (kiln_vf_{}[kiln_u] || (kiln_fast[kiln_u] && kiln_is_{} == kiln_idx(sizeof({})))) {{", n, n, t);
+    w.line("      if (kiln_is_{} == kiln_idx(sizeof({}))) {{", n, t);
     w.line("        kiln_store<{}>({}, kiln_r_{}[kiln_u]);", vw, ptr(o, at), n);
-    w.line("      }} else if (kiln_fast[kiln_u]) {{");
+    w.line("      }} else {{");
     w.line("        {} kiln_tmp[{}];", t, vw);
     w.line("#pragma unroll");
     w.line("        for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_tmp[{2} - kiln_k] = kiln_r_{1}[kiln_u][kiln_k];", vw, n, vw - 1);
     w.line("        kiln_store<{}>({} - {}, kiln_tmp);", vw, ptr(o, at), vw - 1);
-    w.line("      }} else {{");
-    w.line("#pragma unroll");
-    w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
-    w.line("          if (kiln_f0[kiln_u] + kiln_k < kiln_uidx(kiln_n)) *{} = kiln_r_{}[kiln_u][kiln_k];",
-           ptr(o, fmt::format("kiln_so_{}[kiln_u][kiln_k]", n)), n);
     w.line("      }}");
   }
+  w.line("    }}");
+  // Other items, one after the other: element by element along an odometer (load, operate,
+  // store each element: an output that is an input is the same element), except operands
+  // contiguous over the loop, which still take one vector when the item is whole and aligned.
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
+  w.line("      if (kiln_fast[kiln_u] || kiln_t >= kiln_items) continue;");
+  w.line("      const kiln_uidx kiln_f0 = kiln_t * {};", vw);
+  w.line("      const bool kiln_whole = kiln_f0 + {} <= kiln_uidx(kiln_n);", vw);
+  w.line("      kiln_idx kiln_cc[{}];", nd);
+  w.line("      {{");
+  w.line("        kiln_uidx kiln_rem = kiln_f0;");
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
+  w.line("          const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], kiln_shape.kiln_s[kiln_d]);");
+  w.line("          kiln_cc[kiln_d] = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
+  w.line("          kiln_rem = kiln_q;");
+  w.line("        }}");
+  w.line("        kiln_cc[0] = kiln_idx(kiln_rem);");
+  w.line("      }}");
+  for (const auto& o : ops) {
+    const auto& n = o.p->name;
+    w.line("      const bool kiln_vf_{0} = kiln_whole && kiln_flat_{0} && reinterpret_cast<unsigned long long>(kiln_p_{0}.kiln_p + kiln_o_{0}[kiln_u]) % ({1} * sizeof({2})) == 0;",
+           n, vw, ctype(s, o.k));
+    if (o.load) w.line("      if (kiln_vf_{0}) kiln_load<{1}>(kiln_r_{0}[kiln_u], {2});", n, vw, ptr(o, fmt::format("kiln_o_{}[kiln_u]", n)));
+    w.line("      kiln_idx kiln_q_{0} = kiln_o_{0}[kiln_u];", n);
+  }
+  w.line("      kiln_idx kiln_qi = kiln_i[kiln_u];");
+  w.line("#pragma unroll");
+  w.line("      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+  w.line("        if (kiln_f0 + kiln_k < kiln_uidx(kiln_n)) {{");
+  for (const auto& o : ops)
+    if (o.load)
+      w.line("          if (!kiln_vf_{0}) kiln_r_{0}[kiln_u][kiln_k] = *{1};", o.p->name, ptr(o, fmt::format("kiln_q_{}", o.p->name)));
+  w.line("          {}", body_call(def, s, "kiln_qi", [](int, const Param& p) {
+           return fmt::format("kiln_r_{}[kiln_u][kiln_k]", p.name);
+         }));
+  for (const auto& o : ops)
+    if (o.p->is_output)
+      w.line("          if (!kiln_vf_{0}) *{1} = kiln_r_{0}[kiln_u][kiln_k];", o.p->name, ptr(o, fmt::format("kiln_q_{}", o.p->name)));
+  w.line("        }}");
+  // Next element: step the last axis, carrying into the axes before it at row ends.
+  for (const auto& o : ops) w.line("        kiln_q_{0} += kiln_is_{0};", o.p->name);
+  w.line("        kiln_qi += kiln_shape.kiln_e[{}];", last);
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
+  w.line("          if (++kiln_cc[kiln_d] < kiln_shape.kiln_v[kiln_d]) break;");
+  w.line("          kiln_cc[kiln_d] = 0;");
+  for (const auto& o : ops)
+    w.line("          kiln_q_{0} += kiln_p_{0}.kiln_s[kiln_d - 1] - kiln_shape.kiln_v[kiln_d] * kiln_p_{0}.kiln_s[kiln_d];", o.p->name);
+  w.line("          kiln_qi += kiln_shape.kiln_e[kiln_d - 1] - kiln_shape.kiln_v[kiln_d] * kiln_shape.kiln_e[kiln_d];");
+  w.line("        }}");
+  w.line("      }}");
+  for (const auto& o : ops)
+    if (o.p->is_output)
+      w.line("      if (kiln_vf_{0}) kiln_store<{1}>({2}, kiln_r_{0}[kiln_u]);", o.p->name, vw,
+             ptr(o, fmt::format("kiln_o_{}[kiln_u]", o.p->name)));
   w.line("    }}");
   w.line("  }}");
 }
 
 // ---- tiled loop ----
 
-// A tile of tr x tc elements of the (rows, cols) axes (tr * tc = 256 threads x K elements, tc
-// at run time: kiln_shape.kiln_t is its log2) per block; blocks take tiles in turn (col tile
-// fastest, then row tile, then the batch axes, unravelled once per tile). Element e = thread
-// + 256 k of a tile is (row e / tc, col e % tc) for direct accesses: operands contiguous along
-// cols are read and written in full lines. Staged operands (contiguous along rows) are moved
-// between memory and a shared tile [tc][tr + 1] with e mapped to (row e % tr, col e / tr), so
-// their accesses run along lines too; the odd pitch keeps the shared accesses free of bank
-// conflicts.
+// A tile of tr x tc elements of the (rows, cols) axes (tr * tc = 256 threads x K elements; tc
+// chosen per call, kiln_shape.kiln_t its log2; tr and tc between K and 256) per block; blocks
+// take tiles in turn (col tile fastest, then row tile, then the batch axes, unravelled once per
+// tile). For direct accesses thread t takes col t % tc of rows t / tc + k (256 / tc): operands
+// contiguous along cols are read and written in full lines. Staged operands (contiguous along
+// rows) move between memory and a shared tile [tc][tr + 1] with thread t on row t % tr of
+// cols t / tr + k (256 / tr), so their accesses run along lines too; the odd pitch keeps the
+// shared accesses free of bank conflicts. Each thread's K elements are one pointer and a
+// constant step apart, which keeps the registers (and so the occupancy) where a copy has them.
 void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   const int nd = s.ndim, rax = nd - 2, cax = nd - 1;
   const int per_thread = tiled_elements_per_thread(s);
-  const int tile = kTiledThreads * per_thread;
   int log2_tile = 0;
-  while ((1 << log2_tile) < tile) ++log2_tile;
+  while ((1 << log2_tile) < kTiledThreads * per_thread) ++log2_tile;
   const auto all = loop_arrays(def, s);
   bool staged_in = false, staged_out = false;
   for (const auto& o : all) {
     staged_in |= s.staged(o.k) && o.load;
     staged_out |= s.staged(o.k) && o.p->is_output;
   }
-  auto at = [&](const LoopOperand& o, std::string_view r, std::string_view c) {
-    return fmt::format("*reinterpret_cast<{0}{1}*>(kiln_b_{2} + {3} * kiln_p_{2}.kiln_s[{5}] + {4} * kiln_p_{2}.kiln_s[{6}])",
-                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, r, c, rax, cax);
+  auto elem = [&](const LoopOperand& o, std::string_view p, std::string_view k) {
+    return fmt::format("*reinterpret_cast<{}{}*>({}_{} + {} * {}s_{})", o.p->is_output ? "" : "const ", ctype(s, o.k), p,
+                       o.p->name, k, p, o.p->name);
   };
   for (const auto& o : all)
     if (s.staged(o.k)) {
@@ -412,8 +421,11 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     }
   w.line("  const kiln_idx kiln_rows = kiln_shape.kiln_v[{}], kiln_cols = kiln_shape.kiln_v[{}];", rax, cax);
   w.line("  const int kiln_lc = int(kiln_shape.kiln_t), kiln_lr = {} - kiln_lc;", log2_tile);
-  w.line("  const int kiln_tc = 1 << kiln_lc, kiln_tr = 1 << kiln_lr, kiln_pitch = kiln_tr + 1;");
+  w.line("  const int kiln_pitch = (1 << kiln_lr) + 1;");
   w.line("  const int kiln_th = int(threadIdx.x);");
+  // Direct: col kiln_dc, rows kiln_dr + k kiln_dk; staged: row kiln_sr, cols kiln_sc + k kiln_sk.
+  w.line("  const int kiln_dc = kiln_th & ((1 << kiln_lc) - 1), kiln_dr = kiln_th >> kiln_lc, kiln_dk = {} >> kiln_lc;", kTiledThreads);
+  w.line("  const int kiln_sr = kiln_th & ((1 << kiln_lr) - 1), kiln_sc = kiln_th >> kiln_lr, kiln_sk = {} >> kiln_lr;", kTiledThreads);
   // kiln_d of the rows and cols axes count their tiles.
   w.line("  kiln_uidx kiln_tiles = kiln_uidx(kiln_shape.kiln_d[{}]) * kiln_uidx(kiln_shape.kiln_d[{}]);", rax, cax);
   for (int d = 0; d < rax; ++d) w.line("  kiln_tiles *= kiln_uidx(kiln_shape.kiln_v[{}]);", d);
@@ -442,63 +454,69 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     w.line("      kiln_bi += kiln_c * kiln_shape.kiln_e[{}];", d);
     w.line("    }}");
   }
+  // This thread's first element and step, for each access pattern.
+  w.line("    const kiln_idx kiln_drow = kiln_r0 + kiln_dr, kiln_dcol = kiln_c0 + kiln_dc;");
+  w.line("    const kiln_idx kiln_srow = kiln_r0 + kiln_sr, kiln_scol = kiln_c0 + kiln_sc;");
+  w.line("    const bool kiln_dok = kiln_dcol < kiln_cols, kiln_sok = kiln_srow < kiln_rows;");
+  for (const auto& o : all) {
+    const auto& n = o.p->name;
+    if (s.staged(o.k)) {
+      w.line("    char* const kiln_sp_{0} = kiln_b_{0} + kiln_srow * kiln_p_{0}.kiln_s[{1}] + kiln_scol * kiln_p_{0}.kiln_s[{2}];", n, rax, cax);
+      w.line("    const kiln_idx kiln_sps_{0} = kiln_idx(kiln_sk) * kiln_p_{0}.kiln_s[{1}];", n, cax);
+    } else {
+      w.line("    char* const kiln_dp_{0} = kiln_b_{0} + kiln_drow * kiln_p_{0}.kiln_s[{1}] + kiln_dcol * kiln_p_{0}.kiln_s[{2}];", n, rax, cax);
+      w.line("    const kiln_idx kiln_dps_{0} = kiln_idx(kiln_dk) * kiln_p_{0}.kiln_s[{1}];", n, rax);
+    }
+  }
   if (staged_in || staged_out) w.line("    if (kiln_tile != blockIdx.x) __syncthreads();  // the last tile's shared reads are done");
   for (const auto& o : all) w.line("    {} kiln_r_{}[{}];", ctype(s, o.k), o.p->name, per_thread);
-  auto staged_loop = [&](auto&& body) {
-    w.line("#pragma unroll");
-    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", per_thread);
-    w.line("      const int kiln_e = kiln_th + {} * kiln_k;", kTiledThreads);
-    w.line("      const int kiln_rr = kiln_e & (kiln_tr - 1), kiln_cc = kiln_e >> kiln_lr;");
-    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_rr, kiln_c = kiln_c0 + kiln_cc;");
-    w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
-    body();
-    w.line("      }}");
-    w.line("    }}");
-  };
-  auto direct_head = [&] {
-    w.line("#pragma unroll");
-    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", per_thread);
-    w.line("      const int kiln_e = kiln_th + {} * kiln_k;", kTiledThreads);
-    w.line("      const int kiln_cc = kiln_e & (kiln_tc - 1), kiln_rr = kiln_e >> kiln_lc;");
-    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_rr, kiln_c = kiln_c0 + kiln_cc;");
-    w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
-  };
   // Staged loads.
-  if (staged_in)
-    staged_loop([&] {
-      for (const auto& o : all)
-        if (s.staged(o.k) && o.load)
-          w.line("        kiln_t_{}[kiln_cc * kiln_pitch + kiln_rr] = {};", o.p->name, at(o, "kiln_r", "kiln_c"));
-    });
+  if (staged_in) {
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
+    w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
+    for (const auto& o : all)
+      if (s.staged(o.k) && o.load)
+        w.line("        kiln_t_{0}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr] = {1};", o.p->name, elem(o, "kiln_sp", "kiln_k"));
+    w.line("      }}");
+  }
   // Direct loads, all issued before any store (an output may be an input).
-  direct_head();
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
+  w.line("      if (kiln_dok && kiln_drow + kiln_k * kiln_dk < kiln_rows) {{");
   for (const auto& o : all)
-    if (!s.staged(o.k) && o.load) w.line("        kiln_r_{}[kiln_k] = {};", o.p->name, at(o, "kiln_r", "kiln_c"));
+    if (!s.staged(o.k) && o.load) w.line("        kiln_r_{}[kiln_k] = {};", o.p->name, elem(o, "kiln_dp", "kiln_k"));
   w.line("      }}");
-  w.line("    }}");
   if (staged_in) w.line("    __syncthreads();");
-  direct_head();
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", per_thread);
+  w.line("      const kiln_idx kiln_r = kiln_drow + kiln_k * kiln_dk;");
+  w.line("      if (kiln_dok && kiln_r < kiln_rows) {{");
+  w.line("        const int kiln_sh = kiln_dc * kiln_pitch + kiln_dr + kiln_k * kiln_dk;  // this element in a shared tile");
+  w.line("        (void)kiln_sh;");
   for (const auto& o : all)
-    if (s.staged(o.k) && o.load) w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_cc * kiln_pitch + kiln_rr];", o.p->name);
-  w.line("        const kiln_idx kiln_i = kiln_bi + kiln_r * kiln_shape.kiln_e[{}] + kiln_c * kiln_shape.kiln_e[{}];", rax, cax);
+    if (s.staged(o.k) && o.load) w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_sh];", o.p->name);
+  w.line("        const kiln_idx kiln_i = kiln_bi + kiln_r * kiln_shape.kiln_e[{}] + kiln_dcol * kiln_shape.kiln_e[{}];", rax, cax);
   w.line("        {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
            return fmt::format("kiln_r_{}[kiln_k]", p.name);
          }));
   for (const auto& o : all)
     if (o.p->is_output) {
-      if (s.staged(o.k)) w.line("        kiln_t_{0}[kiln_cc * kiln_pitch + kiln_rr] = kiln_r_{0}[kiln_k];", o.p->name);
-      else w.line("        {} = kiln_r_{}[kiln_k];", at(o, "kiln_r", "kiln_c"), o.p->name);
+      if (s.staged(o.k)) w.line("        kiln_t_{0}[kiln_sh] = kiln_r_{0}[kiln_k];", o.p->name);
+      else w.line("        {} = kiln_r_{}[kiln_k];", elem(o, "kiln_dp", "kiln_k"), o.p->name);
     }
   w.line("      }}");
   w.line("    }}");
   if (staged_out) {
     // Staged stores, along the rows again.
     w.line("    __syncthreads();");
-    staged_loop([&] {
-      for (const auto& o : all)
-        if (s.staged(o.k) && o.p->is_output)
-          w.line("        {} = kiln_t_{}[kiln_cc * kiln_pitch + kiln_rr];", at(o, "kiln_r", "kiln_c"), o.p->name);
-    });
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
+    w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
+    for (const auto& o : all)
+      if (s.staged(o.k) && o.p->is_output)
+        w.line("        {} = kiln_t_{}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr];", elem(o, "kiln_sp", "kiln_k"), o.p->name);
+    w.line("      }}");
   }
   w.line("  }}");
 }

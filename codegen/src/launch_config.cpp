@@ -31,12 +31,11 @@ int tiled_elements_per_thread(const ElementwiseSpec& s) {
   std::size_t widest = 1;
   for (int k = 0; k < s.nparams; ++k)
     if (s.kind(k) == OperandKind::array) widest = std::max(widest, s.param_dtype(k).itemsize());
-  return widest >= 16 ? 4 : widest >= 4 ? 8 : 16;
+  return widest >= 4 ? 4 : 8;
 }
 
 int tiled_shared_elements(const ElementwiseSpec& s) {
-  const int tile = kTiledThreads * tiled_elements_per_thread(s);
-  return tile + int(tile / kMinTileSide);
+  return kTiledThreads * tiled_elements_per_thread(s) + kTiledThreads;  // tc <= 256 pads
 }
 
 TileShape tile_shape(const ElementwiseSpec& s, std::int64_t rows, std::int64_t cols) {
@@ -46,13 +45,15 @@ TileShape tile_shape(const ElementwiseSpec& s, std::int64_t rows, std::int64_t c
     while (p < v) p *= 2;
     return p;
   };
+  // Each side between K and 256: every thread's K elements lie on one line of the tile.
+  const std::int64_t lo = tile / kTiledThreads, hi = kTiledThreads;
   TileShape t;
   t.cols = 32;
   while (t.cols * t.cols < tile) t.cols *= 2;  // 32 x 32, 64 x 32, 64 x 64
-  t.cols = std::max(kMinTileSide, std::min(t.cols, pow2_at_least(cols)));
+  t.cols = std::clamp(std::min(t.cols, pow2_at_least(cols)), lo, hi);
   t.rows = tile / t.cols;
   if (rows < t.rows) {
-    t.rows = std::max(kMinTileSide, pow2_at_least(rows));
+    t.rows = std::clamp(pow2_at_least(rows), lo, hi);
     t.cols = tile / t.rows;
   }
   t.log2_cols = 0;

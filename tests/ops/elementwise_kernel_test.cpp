@@ -149,7 +149,7 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   for (const auto& s : specs) {
     contiguous4 += s.layout == codegen::Layout::contiguous && s.vector_width == 4;
     strided3_64 += s.layout == codegen::Layout::strided && s.ndim == 3 && s.index_bits == 64;
-    strided2_w4 += s.layout == codegen::Layout::strided && s.ndim == 2 && s.vector_width == 4 && s.unroll == 2;
+    strided2_w4 += s.layout == codegen::Layout::strided && s.ndim == 2 && s.vector_width == 4 && s.unroll == 1;
     const bool tiled = s.layout == codegen::Layout::tiled && s.ndim == 2 && !s.staged(2);
     tiled_x += tiled && s.staged(0) && !s.staged(1);
     tiled_both += tiled && s.staged(0) && s.staged(1);
@@ -255,7 +255,7 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK(outer.layout == Layout::strided);
     CHECK(outer.ndim == 2);
     CHECK(outer.vector_width == 4);
-    CHECK(outer.unroll == 2);
+    CHECK(outer.unroll == 1);
     CHECK((outer.kind(0) == OperandKind::array && outer.kind(1) == OperandKind::array));
     // NCHW plus a per-channel (1, C, 1, 1): H and W merge; three planned axes.
     const ndarray x4 = meta({8, 64, 28, 28}), b = meta({1, 64, 1, 1}), z4 = meta({8, 64, 28, 28});
@@ -264,7 +264,7 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     // float64 vectors hold 2; float16 8 (items cross the rows of a last axis of 6).
     const ndarray d = meta({512, 1}, float64), e = meta({512}, float64), dz = meta({512, 512}, float64);
     CHECK(plan_of(add, {d, e, dz}).vector_width == 2);
-    CHECK(plan_of(add, {d, e, dz}).unroll == 4);
+    CHECK(plan_of(add, {d, e, dz}).unroll == 1);
     const ndarray h = meta({512, 1}, float16), hz = meta({512, 6}, float16), hr = meta({6}, float16);
     CHECK(plan_of(add, {h, hr, hz}).vector_width == 8);
     // Size-1 axes anywhere drop out: (1, 300, 1, 8) + (64, 1, 1, 1) is a 2-D loop.
@@ -280,7 +280,7 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK((window.layout == Layout::strided && window.vector_width == 4));
     // x 4 bytes off: its items go element by element, y and z by vectors.
     auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});
-    CHECK((shifted.layout == Layout::strided && shifted.vector_width == 4 && shifted.unroll == 2));
+    CHECK((shifted.layout == Layout::strided && shifted.vector_width == 4 && shifted.unroll == 1));
     // Only gathers (no operand with a unit stride): one element per item.
     const ndarray g = meta({4096, 4096});
     auto gathers = plan_of(add, {x(all, slice(0, std::nullopt, 2)), x(all, slice(1, std::nullopt, 2)),

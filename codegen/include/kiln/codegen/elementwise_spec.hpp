@@ -78,11 +78,11 @@ struct ElementwiseSpec {
   }
 };
 /// The unroll a planner gives a layout and vector width (ahead-of-time specs use the same):
-/// strided loops with short vectors take more of them per thread, to keep enough loads in
-/// flight.
+/// strided loops take one item of vectors per thread (two took 70 registers for float32 and
+/// capped the occupancy), or four single elements.
 constexpr std::uint8_t default_unroll(Layout layout, int vector_width) {
   if (layout != Layout::strided) return 2;
-  return vector_width <= 2 ? 4 : vector_width == 4 ? 2 : 1;
+  return vector_width == 1 ? 4 : 1;
 }
 
 static_assert(sizeof(OperandSpec) == 5);

@@ -31,14 +31,15 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& spec, std::int64_t si
 inline constexpr int kTiledThreads = 256;
 /// The shortest side a tile takes (a shorter axis than this does not tile).
 inline constexpr std::int64_t kMinTileSide = 4;
-/// K, the elements each thread moves per tile (compile time): enough bytes in flight for
-/// small dtypes, 32 to 64 bytes per operand: 4 for 16-byte dtypes, 8 for 4 and 8, 16 below.
+/// K, the elements each thread moves per tile (compile time): 4, or 8 for 1- and 2-byte
+/// dtypes (more bytes in flight). More would cost registers, and so occupancy: a tile of
+/// 8 float32 per thread took 56 registers, of 16 float16 184.
 int tiled_elements_per_thread(const ElementwiseSpec& spec);
-/// Shared elements per staged operand: the largest [tc][tr + 1] tile (tr >= kMinTileSide).
+/// Shared elements per staged operand: the largest [tc][tr + 1] tile (tc <= 256).
 int tiled_shared_elements(const ElementwiseSpec& spec);
 
-/// A tile's rows and cols (powers of two, rows x cols = 256 K): square-ish, then narrowed to
-/// a short axis so that few of its elements fall outside the loop.
+/// A tile's rows and cols (powers of two between K and 256, rows x cols = 256 K): square-ish,
+/// then narrowed to a short axis so that few of its elements fall outside the loop.
 struct TileShape {
   std::int64_t rows = 32, cols = 32;
   int log2_cols = 5;
