@@ -164,224 +164,116 @@ void emit_offsets(SourceWriter& w, const std::vector<LoopOperand>& ops, std::str
   w.line("{0}kiln_i{1} += ({2}) * kiln_shape.kiln_e[{3}];", indent, slot, cs, d);
 }
 
-// A thread takes `unroll` items of `vector_width` consecutive loop elements (in C order of the
-// planned loop), spaced by the grid (consecutive threads, consecutive items: coalesced), and
-// unravels each with the precomputed divisors. An item is fast when every operand can take it
-// in one access: an operand contiguous over the whole loop (flat) by a vector anywhere; any
-// other, while the item stays in one row of the last axis, by its last-axis stride: a vector
-// (unit stride, aligned at this item), a reversed vector (negative unit stride), or one element
-// for all (stride 0). Other items (crossing a row, misaligned, strided gathers, the tail) walk
-// their elements with an odometer over the axes, flat operands still by vectors where they can.
-// The strides are uniform across the grid, so branches diverge only between such items.
+// A thread takes `unroll` vectors of `vector_width` elements along the last axis, spaced by
+// the grid (consecutive threads, consecutive vectors: coalesced), unravels each with the
+// precomputed divisors (kiln_shape.kiln_d[last] counts vectors), loads every operand of every
+// vector, runs the operation, then stores. Each operand's access follows its last-axis stride,
+// read once before the loop (uniform across the grid, so the branches never diverge).
 void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
-  const int vw = s.vector_width, u = s.unroll, nd = s.ndim, last = nd - 1;
+  const int vw = s.vector_width, u = s.unroll, nd = s.ndim;
   const auto ops = loop_arrays(def, s);
-  auto ptr = [&](const LoopOperand& o, std::string_view off) {
-    return fmt::format("reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + {})", o.p->is_output ? "" : "const ",
-                       ctype(s, o.k), o.p->name, off);
-  };
-  if (vw == 1) {
-    // One element per item: unravel, then one access per operand.
-    w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_uidx(kiln_n); kiln_v += {} * kiln_nthreads) {{", u);
-    for (const auto& o : ops) {
-      w.line("    kiln_idx kiln_o_{}[{}];", o.p->name, u);
-      w.line("    {} kiln_r_{}[{}];", ctype(s, o.k), o.p->name, u);
-    }
-    w.line("    kiln_idx kiln_i[{}];", u);
-    w.line("#pragma unroll");
-    w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
-    w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
-    w.line("      kiln_uidx kiln_rem = kiln_t < kiln_uidx(kiln_n) ? kiln_t : 0;");
-    for (const auto& o : ops) w.line("      kiln_o_{}[kiln_u] = 0;", o.p->name);
-    w.line("      kiln_i[kiln_u] = 0;");
-    if (nd > 1) {
-      w.line("#pragma unroll");
-      w.line("      for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
-      w.line("        const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], kiln_shape.kiln_s[kiln_d]);");
-      w.line("        const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
-      w.line("        kiln_rem = kiln_q;");
-      emit_offsets(w, ops, "        ", "kiln_c", "kiln_d", "[kiln_u]", 1);
-      w.line("      }}");
-    }
-    emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", 1);
-    w.line("    }}");
-    w.line("#pragma unroll");
-    w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", u);
-    w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_uidx(kiln_n)) {{");
-    for (const auto& o : ops)
-      if (o.load) w.line("        kiln_r_{}[kiln_u] = *{};", o.p->name, ptr(o, fmt::format("kiln_o_{}[kiln_u]", o.p->name)));
-    w.line("      }}");
-    w.line("#pragma unroll");
-    w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", u);
-    w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_uidx(kiln_n)) {{");
-    w.line("        {}", body_call(def, s, "kiln_i[kiln_u]", [](int, const Param& p) {
-             return fmt::format("kiln_r_{}[kiln_u]", p.name);
-           }));
-    for (const auto& o : ops)
-      if (o.p->is_output) w.line("        *{} = kiln_r_{}[kiln_u];", ptr(o, fmt::format("kiln_o_{}[kiln_u]", o.p->name)), o.p->name);
-    w.line("      }}");
-    w.line("  }}");
-    return;
-  }
-  // Per operand, once: the last-axis stride and whether it is contiguous over the whole loop.
-  for (const auto& o : ops) {
-    const auto& n = o.p->name;
-    w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", n, last);
-    w.line("  bool kiln_flat_{0} = kiln_is_{0} == kiln_idx(sizeof({1}));", n, ctype(s, o.k));
-    for (int d = 0; d < last; ++d)
-      w.line("  kiln_flat_{0} = kiln_flat_{0} && kiln_p_{0}.kiln_s[{1}] == kiln_p_{0}.kiln_s[{2}] * kiln_shape.kiln_v[{2}];", n, d, d + 1);
-  }
-  w.line("  const kiln_uidx kiln_items = (kiln_uidx(kiln_n) + {0}) / {1};", vw - 1, vw);
+  if (vw > 1)
+    for (const auto& o : ops) w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", o.p->name, nd - 1);
+  w.line("  const kiln_uidx kiln_items = kiln_uidx(kiln_n) / {};", vw);
   w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_items; kiln_v += {} * kiln_nthreads) {{", u);
   for (const auto& o : ops) {
     w.line("    kiln_idx kiln_o_{}[{}];", o.p->name, u);
     w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, u, vw);
   }
   w.line("    kiln_idx kiln_i[{}];", u);
-  w.line("    bool kiln_fast[{}];", u);
-  // Unravel each item's first element; decide whether it is fast (see above).
+  // Unravel: out-of-range slots unravel item 0 (their offsets stay in bounds; they are skipped).
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
   w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
-  w.line("      const kiln_uidx kiln_f0 = (kiln_t < kiln_items ? kiln_t : 0) * {};", vw);
-  w.line("      kiln_uidx kiln_rem = kiln_f0;");
-  w.line("      kiln_idx kiln_cl = 0;  // the last axis' coordinate");
+  w.line("      kiln_uidx kiln_rem = kiln_t < kiln_items ? kiln_t : 0;");
   for (const auto& o : ops) w.line("      kiln_o_{}[kiln_u] = 0;", o.p->name);
   w.line("      kiln_i[kiln_u] = 0;");
   if (nd > 1) {
     w.line("#pragma unroll");
-    w.line("      for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
+    w.line("      for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", nd - 1);
     w.line("        const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], kiln_shape.kiln_s[kiln_d]);");
-    w.line("        const kiln_idx kiln_cd = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
+    w.line("        const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
     w.line("        kiln_rem = kiln_q;");
-    w.line("        if (kiln_d == {}) kiln_cl = kiln_cd;", last);
-    emit_offsets(w, ops, "        ", "kiln_cd", "kiln_d", "[kiln_u]", 1);
+    w.line("        const kiln_idx kiln_cs = kiln_d == {} ? kiln_c * {} : kiln_c;", nd - 1, vw);
+    emit_offsets(w, ops, "        ", "kiln_cs", "kiln_d", "[kiln_u]", 1);
     w.line("      }}");
+    emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", 1);
   } else {
-    w.line("      kiln_cl = kiln_idx(kiln_rem);");
+    emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", vw);
   }
-  emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", 1);
-  w.line("      bool kiln_all = kiln_f0 + {0} <= kiln_uidx(kiln_n);", vw);
-  w.line("      const bool kiln_row = kiln_cl + {1} <= kiln_shape.kiln_v[{0}];", last, vw);
-  for (const auto& o : ops) {
-    const auto& n = o.p->name;
-    const auto t = ctype(s, o.k);
-    const std::string bytes = fmt::format("{} * sizeof({})", vw, t);
-    w.line("      {{");
-    w.line("        const unsigned long long kiln_a = reinterpret_cast<unsigned long long>(kiln_p_{0}.kiln_p + kiln_o_{0}[kiln_u]);", n);
-    w.line("        kiln_all = kiln_all && ((kiln_flat_{0} && kiln_a % ({1}) == 0) || (kiln_row && (", n, bytes);
-    w.line("            (kiln_is_{0} == kiln_idx(sizeof({1})) && kiln_a % ({2}) == 0) ||", n, t, bytes);
-    w.line("            (kiln_is_{0} == -kiln_idx(sizeof({1})) && (kiln_a - ({3} - 1) * sizeof({1})) % ({2}) == 0) ||", n, t, bytes, vw);
-    w.line("            ({}kiln_is_{} == 0))));", o.p->is_output ? "false && " : "", n);
-    w.line("      }}");
-  }
-  w.line("      kiln_fast[kiln_u] = kiln_t < kiln_items && kiln_all;");
   w.line("    }}");
-  // Fast items: every load, then the operation and every store.
+  auto elem = [&](const LoopOperand& o, std::string_view extra) {
+    return fmt::format("*reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + kiln_o_{}[kiln_u]{})",
+                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, o.p->name, extra);
+  };
+  auto vec_ptr = [&](const LoopOperand& o, std::string_view back) {
+    return fmt::format("reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + kiln_o_{}[kiln_u]){}",
+                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, o.p->name, back);
+  };
+  // Loads, all issued before the operation.
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
-  w.line("      if (!kiln_fast[kiln_u]) continue;");
+  w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_items) {{");
   for (const auto& o : ops) {
     if (!o.load) continue;
     const auto& n = o.p->name;
     const auto t = ctype(s, o.k);
-    const std::string at = fmt::format("kiln_o_{}[kiln_u]", n);
-    w.line("      if (kiln_is_{0} == kiln_idx(sizeof({1}))) {{  // unit stride or flat", n, t);
-    w.line("        kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, n, ptr(o, at));
-    w.line("      }} else if (kiln_is_{} == 0) {{", n);
-    w.line("        const {} kiln_one = *{};", t, ptr(o, at));
+    if (vw == 1) {
+      w.line("        kiln_r_{}[kiln_u][0] = {};", n, elem(o, ""));
+      continue;
+    }
+    w.line("        if (kiln_is_{} == kiln_idx(sizeof({}))) {{", n, t);
+    w.line("          kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, n, vec_ptr(o, ""));
+    w.line("        }} else if (kiln_is_{} == -kiln_idx(sizeof({}))) {{", n, t);
+    w.line("          {} kiln_tmp[{}];", t, vw);
+    w.line("          kiln_load<{}>(kiln_tmp, {});", vw, vec_ptr(o, fmt::format(" - {}", vw - 1)));
     w.line("#pragma unroll");
-    w.line("        for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_one;", vw, n);
-    w.line("      }} else {{");
-    w.line("        {} kiln_tmp[{}];", t, vw);
-    w.line("        kiln_load<{}>(kiln_tmp, {} - {});", vw, ptr(o, at), vw - 1);
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_tmp[{2} - kiln_k];", vw, n, vw - 1);
+    w.line("        }} else if (kiln_is_{} == 0) {{", n);
+    w.line("          const {} kiln_one = {};", t, elem(o, ""));
     w.line("#pragma unroll");
-    w.line("        for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_tmp[{2} - kiln_k];", vw, n, vw - 1);
-    w.line("      }}");
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_one;", vw, n);
+    w.line("        }} else {{");
+    w.line("#pragma unroll");
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = {2};", vw, n,
+           elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
+    w.line("        }}");
   }
+  w.line("      }}");
   w.line("    }}");
+  // The operation, then the stores.
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
-  w.line("      if (!kiln_fast[kiln_u]) continue;");
+  w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_items) {{");
   w.line("#pragma unroll");
-  w.line("      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
-  w.line("        const kiln_idx kiln_j = kiln_i[kiln_u] + kiln_k * kiln_shape.kiln_e[{}];", last);
-  w.line("        {}", body_call(def, s, "kiln_j", [](int, const Param& p) {
+  w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+  w.line("          const kiln_idx kiln_j = kiln_i[kiln_u] + kiln_k * kiln_shape.kiln_e[{}];", nd - 1);
+  w.line("          {}", body_call(def, s, "kiln_j", [](int, const Param& p) {
            return fmt::format("kiln_r_{}[kiln_u][kiln_k]", p.name);
          }));
-  w.line("      }}");
+  w.line("        }}");
   for (const auto& o : ops) {
     if (!o.p->is_output) continue;
     const auto& n = o.p->name;
     const auto t = ctype(s, o.k);
-    const std::string at = fmt::format("kiln_o_{}[kiln_u]", n);
-    w.line("      if (kiln_is_{} == kiln_idx(sizeof({}))) {{", n, t);
-    w.line("        kiln_store<{}>({}, kiln_r_{}[kiln_u]);", vw, ptr(o, at), n);
-    w.line("      }} else {{");
-    w.line("        {} kiln_tmp[{}];", t, vw);
+    if (vw == 1) {
+      w.line("        {} = kiln_r_{}[kiln_u][0];", elem(o, ""), n);
+      continue;
+    }
+    w.line("        if (kiln_is_{} == kiln_idx(sizeof({}))) {{", n, t);
+    w.line("          kiln_store<{}>({}, kiln_r_{}[kiln_u]);", vw, vec_ptr(o, ""), n);
+    w.line("        }} else if (kiln_is_{} == -kiln_idx(sizeof({}))) {{", n, t);
+    w.line("          {} kiln_tmp[{}];", t, vw);
     w.line("#pragma unroll");
-    w.line("        for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_tmp[{2} - kiln_k] = kiln_r_{1}[kiln_u][kiln_k];", vw, n, vw - 1);
-    w.line("        kiln_store<{}>({} - {}, kiln_tmp);", vw, ptr(o, at), vw - 1);
-    w.line("      }}");
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_tmp[{2} - kiln_k] = kiln_r_{1}[kiln_u][kiln_k];", vw, n, vw - 1);
+    w.line("          kiln_store<{}>({}, kiln_tmp);", vw, vec_ptr(o, fmt::format(" - {}", vw - 1)));
+    w.line("        }} else {{");
+    w.line("#pragma unroll");
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) {2} = kiln_r_{1}[kiln_u][kiln_k];", vw, n,
+           elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
+    w.line("        }}");
   }
-  w.line("    }}");
-  // Other items, one after the other: element by element along an odometer (load, operate,
-  // store each element: an output that is an input is the same element), except operands
-  // contiguous over the loop, which still take one vector when the item is whole and aligned.
-  w.line("#pragma unroll");
-  w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
-  w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
-  w.line("      if (kiln_fast[kiln_u] || kiln_t >= kiln_items) continue;");
-  w.line("      const kiln_uidx kiln_f0 = kiln_t * {};", vw);
-  w.line("      const bool kiln_whole = kiln_f0 + {} <= kiln_uidx(kiln_n);", vw);
-  w.line("      kiln_idx kiln_cc[{}];", nd);
-  w.line("      {{");
-  w.line("        kiln_uidx kiln_rem = kiln_f0;");
-  w.line("#pragma unroll");
-  w.line("        for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
-  w.line("          const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], kiln_shape.kiln_s[kiln_d]);");
-  w.line("          kiln_cc[kiln_d] = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
-  w.line("          kiln_rem = kiln_q;");
-  w.line("        }}");
-  w.line("        kiln_cc[0] = kiln_idx(kiln_rem);");
   w.line("      }}");
-  for (const auto& o : ops) {
-    const auto& n = o.p->name;
-    w.line("      const bool kiln_vf_{0} = kiln_whole && kiln_flat_{0} && reinterpret_cast<unsigned long long>(kiln_p_{0}.kiln_p + kiln_o_{0}[kiln_u]) % ({1} * sizeof({2})) == 0;",
-           n, vw, ctype(s, o.k));
-    if (o.load) w.line("      if (kiln_vf_{0}) kiln_load<{1}>(kiln_r_{0}[kiln_u], {2});", n, vw, ptr(o, fmt::format("kiln_o_{}[kiln_u]", n)));
-    w.line("      kiln_idx kiln_q_{0} = kiln_o_{0}[kiln_u];", n);
-  }
-  w.line("      kiln_idx kiln_qi = kiln_i[kiln_u];");
-  w.line("#pragma unroll");
-  w.line("      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
-  w.line("        if (kiln_f0 + kiln_k < kiln_uidx(kiln_n)) {{");
-  for (const auto& o : ops)
-    if (o.load)
-      w.line("          if (!kiln_vf_{0}) kiln_r_{0}[kiln_u][kiln_k] = *{1};", o.p->name, ptr(o, fmt::format("kiln_q_{}", o.p->name)));
-  w.line("          {}", body_call(def, s, "kiln_qi", [](int, const Param& p) {
-           return fmt::format("kiln_r_{}[kiln_u][kiln_k]", p.name);
-         }));
-  for (const auto& o : ops)
-    if (o.p->is_output)
-      w.line("          if (!kiln_vf_{0}) *{1} = kiln_r_{0}[kiln_u][kiln_k];", o.p->name, ptr(o, fmt::format("kiln_q_{}", o.p->name)));
-  w.line("        }}");
-  // Next element: step the last axis, carrying into the axes before it at row ends.
-  for (const auto& o : ops) w.line("        kiln_q_{0} += kiln_is_{0};", o.p->name);
-  w.line("        kiln_qi += kiln_shape.kiln_e[{}];", last);
-  w.line("#pragma unroll");
-  w.line("        for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", last);
-  w.line("          if (++kiln_cc[kiln_d] < kiln_shape.kiln_v[kiln_d]) break;");
-  w.line("          kiln_cc[kiln_d] = 0;");
-  for (const auto& o : ops)
-    w.line("          kiln_q_{0} += kiln_p_{0}.kiln_s[kiln_d - 1] - kiln_shape.kiln_v[kiln_d] * kiln_p_{0}.kiln_s[kiln_d];", o.p->name);
-  w.line("          kiln_qi += kiln_shape.kiln_e[kiln_d - 1] - kiln_shape.kiln_v[kiln_d] * kiln_shape.kiln_e[kiln_d];");
-  w.line("        }}");
-  w.line("      }}");
-  for (const auto& o : ops)
-    if (o.p->is_output)
-      w.line("      if (kiln_vf_{0}) kiln_store<{1}>({2}, kiln_r_{0}[kiln_u]);", o.p->name, vw,
-             ptr(o, fmt::format("kiln_o_{}[kiln_u]", o.p->name)));
   w.line("    }}");
   w.line("  }}");
 }

@@ -17,7 +17,7 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
     const std::int64_t nvec = size / s.vector_width;
     items = std::max(ceil_div(nvec, s.unroll), size - nvec * s.vector_width);
   } else if (s.layout == Layout::strided) {
-    items = ceil_div(ceil_div(size, s.vector_width), s.unroll);
+    items = ceil_div(size / s.vector_width, s.unroll);  // the last axis holds whole vectors
   }
   // Capping the grid at the resident blocks (SMs x blocks per SM) and striding measured
   // slower on an H200: my_kernel 4.10 vs 4.37 TB/s, x *= 5 3.92 vs 4.17, x.T + y 1.40 vs 1.66

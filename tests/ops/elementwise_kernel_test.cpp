@@ -149,7 +149,7 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   for (const auto& s : specs) {
     contiguous4 += s.layout == codegen::Layout::contiguous && s.vector_width == 4;
     strided3_64 += s.layout == codegen::Layout::strided && s.ndim == 3 && s.index_bits == 64;
-    strided2_w4 += s.layout == codegen::Layout::strided && s.ndim == 2 && s.vector_width == 4 && s.unroll == 1;
+    strided2_w4 += s.layout == codegen::Layout::strided && s.ndim == 2 && s.vector_width == 4 && s.unroll == 2;
     const bool tiled = s.layout == codegen::Layout::tiled && s.ndim == 2 && !s.staged(2);
     tiled_x += tiled && s.staged(0) && !s.staged(1);
     tiled_both += tiled && s.staged(0) && s.staged(1);
@@ -248,49 +248,56 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
   ElementwiseKernel add("T x, T y", "T z", "z = x + y", "plan_family_add");
   using codegen::Layout;
   using codegen::OperandKind;
-  SECTION("broadcasts take the strided loop with vectors along the last axis") {
-    // The outer sum x(8192, 1) + y(1, 8192): y and z by vectors, x once per vector.
+  SECTION("broadcasts take the strided loop, 16-bit dtypes with vectors along the last axis") {
+    // The outer sum x(8192, 1) + y(1, 8192): float32 one element per item, four per thread.
     const ndarray col = meta({8192, 1}), row = meta({1, 8192}), z = meta({8192, 8192});
     auto outer = plan_of(add, {col, row, z});
     CHECK(outer.layout == Layout::strided);
     CHECK(outer.ndim == 2);
-    CHECK(outer.vector_width == 4);
-    CHECK(outer.unroll == 1);
+    CHECK(outer.vector_width == 1);
+    CHECK(outer.unroll == 4);
     CHECK((outer.kind(0) == OperandKind::array && outer.kind(1) == OperandKind::array));
+    // float16: y and z by 16 bytes, x once per vector.
+    const ndarray hcol = meta({8192, 1}, float16), hrow = meta({1, 8192}, float16), hz = meta({8192, 8192}, float16);
+    auto houter = plan_of(add, {hcol, hrow, hz});
+    CHECK((houter.layout == Layout::strided && houter.vector_width == 8 && houter.unroll == 2));
     // NCHW plus a per-channel (1, C, 1, 1): H and W merge; three planned axes.
     const ndarray x4 = meta({8, 64, 28, 28}), b = meta({1, 64, 1, 1}), z4 = meta({8, 64, 28, 28});
     auto nchw = plan_of(add, {x4, b, z4});
-    CHECK((nchw.layout == Layout::strided && nchw.ndim == 3 && nchw.vector_width == 4));
-    // float64 vectors hold 2; float16 8 (items cross the rows of a last axis of 6).
-    const ndarray d = meta({512, 1}, float64), e = meta({512}, float64), dz = meta({512, 512}, float64);
-    CHECK(plan_of(add, {d, e, dz}).vector_width == 2);
-    CHECK(plan_of(add, {d, e, dz}).unroll == 1);
-    const ndarray h = meta({512, 1}, float16), hz = meta({512, 6}, float16), hr = meta({6}, float16);
-    CHECK(plan_of(add, {h, hr, hz}).vector_width == 8);
+    CHECK((nchw.layout == Layout::strided && nchw.ndim == 3 && nchw.vector_width == 1));
+    const ndarray h4 = meta({8, 64, 28, 28}, bfloat16), hb = meta({1, 64, 1, 1}, bfloat16);
+    CHECK(plan_of(add, {h4, hb, h4}).vector_width == 8);  // 784 = 98 x 8
+    // A last axis of 6 float16 holds no vector of 8 bytes or more: one by one.
+    const ndarray h = meta({512, 1}, float16), h6 = meta({512, 6}, float16), hr = meta({6}, float16);
+    CHECK(plan_of(add, {h, hr, h6}).vector_width == 1);
     // Size-1 axes anywhere drop out: (1, 300, 1, 8) + (64, 1, 1, 1) is a 2-D loop.
     const ndarray p = meta({1, 300, 1, 8}), q = meta({64, 1, 1, 1}), pz = meta({64, 300, 1, 8});
     auto ones = plan_of(add, {p, q, pz});
-    CHECK((ones.layout == Layout::strided && ones.ndim == 2 && ones.vector_width == 4));
+    CHECK((ones.layout == Layout::strided && ones.ndim == 2));
   }
   SECTION("slices keep vectors where aligned, and negative steps read vectors reversed") {
-    const ndarray x = meta({4096, 4096}), y = meta({4096, 2048}), z = meta({4096, 2048});
+    const ndarray x = meta({4096, 4096}, float16), y = meta({4096, 2048}, float16), z = meta({4096, 2048}, float16);
     auto stepped = plan_of(add, {x(all, slice(0, std::nullopt, 2)), y, z});  // x[:, ::2]
-    CHECK((stepped.layout == Layout::strided && stepped.vector_width == 4));
-    auto window = plan_of(add, {x(slice(0, 4096, 1), slice(8, 2056, 1)), y, z});  // 32-byte offset
-    CHECK((window.layout == Layout::strided && window.vector_width == 4));
-    // x 4 bytes off: its items go element by element, y and z by vectors.
-    auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});
-    CHECK((shifted.layout == Layout::strided && shifted.vector_width == 4 && shifted.unroll == 1));
+    CHECK((stepped.layout == Layout::strided && stepped.vector_width == 8));
+    auto window = plan_of(add, {x(slice(0, 4096, 1), slice(8, 2056, 1)), y, z});  // 16-byte offset
+    CHECK((window.layout == Layout::strided && window.vector_width == 8));
+    auto half_window = plan_of(add, {x(slice(0, 4096, 1), slice(4, 2052, 1)), y, z});  // 8 bytes
+    CHECK((half_window.layout == Layout::strided && half_window.vector_width == 4));
+    auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});  // 2 bytes off: one by one
+    CHECK((shifted.layout == Layout::strided && shifted.vector_width == 1 && shifted.unroll == 4));
     // Only gathers (no operand with a unit stride): one element per item.
-    const ndarray g = meta({4096, 4096});
+    const ndarray g = meta({4096, 4096}, float16);
     auto gathers = plan_of(add, {x(all, slice(0, std::nullopt, 2)), x(all, slice(1, std::nullopt, 2)),
                                  g(all, slice(0, 4096, 2))});
     CHECK((gathers.layout == Layout::strided && gathers.vector_width == 1 && gathers.unroll == 4));
-    const ndarray v = meta({1 << 20}), w = meta({1 << 20});
+    const ndarray v = meta({1 << 20}, float16), w = meta({1 << 20}, float16);
     auto reversed = plan_of(add, {v(slice(std::nullopt, std::nullopt, -1)), w, w});
-    CHECK((reversed.layout == Layout::strided && reversed.ndim == 1 && reversed.vector_width == 4));
+    CHECK((reversed.layout == Layout::strided && reversed.ndim == 1 && reversed.vector_width == 8));
     auto rows_reversed = plan_of(add, {x(slice(std::nullopt, std::nullopt, -1), slice(0, 2048, 1)), y, z});
-    CHECK((rows_reversed.layout == Layout::strided && rows_reversed.vector_width == 4));
+    CHECK((rows_reversed.layout == Layout::strided && rows_reversed.vector_width == 8));
+    // float32 slices: one element per item.
+    const ndarray f = meta({4096, 4096}), fy = meta({4096, 2048});
+    CHECK(plan_of(add, {f(all, slice(0, 2048, 1)), fy, fy}).vector_width == 1);
   }
   SECTION("N-D permutations tile (rows axis, last axis) over the batch axes") {
     const ndarray x = meta({16, 256, 512}), y = meta({16, 512, 256}), z = meta({16, 512, 256});
@@ -304,10 +311,10 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     // x.transpose(2, 0, 1) + y collapses to a 2-D tile.
     const ndarray t = meta({64, 128, 128}), u = meta({128, 64, 128});
     CHECK(plan_of(add, {t.transpose({2, 0, 1}), u, u}).ndim == 2);
-    // Permuted leading axes keep the last axis contiguous: strided with vectors, no tile.
-    const ndarray l = meta({32, 64, 256}), m = meta({64, 32, 256});
+    // Permuted leading axes keep the last axis contiguous: strided, no tile.
+    const ndarray l = meta({32, 64, 256}, float16), m = meta({64, 32, 256}, float16);
     auto leading = plan_of(add, {l.transpose({1, 0, 2}), m, m});
-    CHECK((leading.layout == Layout::strided && leading.vector_width == 4));
+    CHECK((leading.layout == Layout::strided && leading.vector_width == 8));
     // A transposed axis shorter than 16 reads through the caches instead of a tile.
     const ndarray narrow = meta({3, 100000}), nz = meta({100000, 3});
     CHECK(plan_of(add, {narrow.T(), nz, nz}).layout == Layout::strided);

@@ -13,8 +13,8 @@
 //   s.params[0].staged = 1;                        // x: through shared memory
 //
 //   s.layout = Layout::strided; s.ndim = 2;        // z = x[:, None] + y[None, :] (an outer sum)
-//   s.vector_width = 4;                            // y and z by float4, x once per vector
-//   s.unroll = default_unroll(s.layout, 4);
+//   s.vector_width = 8;                            // float16: y and z by 16 bytes, x once
+//   s.unroll = default_unroll(s.layout, 8);
 #include <array>
 #include <cstdint>
 
@@ -34,11 +34,11 @@ enum class OperandKind : std::uint8_t {
 enum class Layout : std::uint8_t {
   contiguous,  // every `array` operand is C-contiguous over the loop: pointer + i
   // Byte strides over `ndim` planned dims (collapsed, and ordered by the output's strides).
-  // Each thread takes items of `vector_width` consecutive loop elements, unravelled with
-  // precomputed divisors; per operand and item at run time: one vector (contiguous over the
-  // loop; or unit last-axis stride, the item in one row, aligned), the same reversed (unit
-  // negative stride), one element for the whole item (stride 0: a broadcast), or, for items
-  // that cross rows or gather, one access per element along an odometer.
+  // Each thread takes vectors of `vector_width` elements along the last axis (which holds
+  // whole vectors), unravelled with precomputed divisors; per operand, by its last-axis stride
+  // at run time: one vector load or store (unit stride, aligned), the same reversed (unit
+  // negative stride), one element for the whole vector (stride 0: a broadcast), or one access
+  // per element (any other stride).
   strided,
   // `ndim` >= 2 planned dims (batch..., rows, cols) walked in tiles of (rows, cols) of 256
   // threads x K elements (launch_config.hpp: the shape is chosen per call), batch axes
@@ -78,11 +78,10 @@ struct ElementwiseSpec {
   }
 };
 /// The unroll a planner gives a layout and vector width (ahead-of-time specs use the same):
-/// strided loops take one item of vectors per thread (two took 70 registers for float32 and
-/// capped the occupancy), or four single elements.
+/// strided loops with short vectors take more of them per thread, to keep enough loads in
+/// flight.
 constexpr std::uint8_t default_unroll(Layout layout, int vector_width) {
-  if (layout != Layout::strided) return 2;
-  return vector_width == 1 ? 4 : 1;
+  return layout == Layout::strided && vector_width <= 2 ? 4 : 2;
 }
 
 static_assert(sizeof(OperandSpec) == 5);
