@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "call/kernel_call.hpp"
+#include "kiln/engine/elementwise_builtins.hpp"
 #include "elementwise/elementwise_plan.hpp"
 #include "kiln/codegen/launch_config.hpp"
 #include "kiln/engine/elementwise_kernel.hpp"
@@ -47,6 +48,9 @@ struct ElementwiseKind {
   }
   void pack(const KernelCall& c, const Plan& p, const Workspace&, KernelArgs& args) const {
     pack_elementwise(c, p, args);
+  }
+  static void copy_array(const ndarray& from, ndarray& to, const launch_options& o) {
+    builtin::copy_kernel()(from, to, o);
   }
   void finish(kernel_result& r) const {
     r.set_tuple(return_tuple);
