@@ -175,7 +175,7 @@ qr_result qr(const ndarray& a_in) {
                            static_cast<int*>(info.data())));
   });
   // r[i][j] = A_col(i, j) = buffer[j * m + i] for i <= j, else 0.
-  static const ElementwiseKernel upper("raw T a, int64 m, int64 n", "T r",
+  static const ElementwiseKernel& upper = *new ElementwiseKernel("raw T a, int64 m, int64 n", "T r",
                                        "const long long row = i / n, col = i % n;"
                                        "r = row <= col ? a[col * m + row] : T(0)",
                                        "kiln_qr_upper");

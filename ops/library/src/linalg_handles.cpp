@@ -128,7 +128,7 @@ void require_matrix(const char* op, const ndarray& a, bool square) {
 ndarray eye(std::int64_t n, dtype t) {
   ndarray out({n, n}, t);
   if (n == 0) return out;
-  static const ElementwiseKernel k("int64 n", "T z", "z = (i / n == i % n) ? T(1) : T(0)",
+  static const ElementwiseKernel& k = *new ElementwiseKernel("int64 n", "T z", "z = (i / n == i % n) ? T(1) : T(0)",
                                    "kiln_eye");
   k(n, out);
   return out;

@@ -127,7 +127,7 @@ ndarray Generator::uniform(double low, double high, const Shape& shape, dtype t)
   state_->advance(n);
   // cuRAND draws from (0, 1]; 1 - u is in [0, 1) as NumPy's random() is. Rounding may still give
   // `high` for float32 when high - low is large, as in NumPy.
-  static const ElementwiseKernel to_range("T u, float64 low, float64 width", "T z",
+  static const ElementwiseKernel& to_range = *new ElementwiseKernel("T u, float64 low, float64 width", "T z",
                                           "z = T(low + width * (1.0 - (double)u))",
                                           "kiln_random_uniform");
   to_range(out, low, high - low, out);
@@ -188,7 +188,7 @@ ndarray Generator::integers(std::int64_t low, std::int64_t high, const Shape& sh
   curandGenerator_t g = state_->prepare();
   KILN_CURAND(curandGenerate(g, static_cast<unsigned*>(bits.data()), std::size_t(2 * n)));
   state_->advance(2 * n);
-  static const ElementwiseKernel to_range(
+  static const ElementwiseKernel& to_range = *new ElementwiseKernel(
       "uint64 x, uint64 low, uint64 width", "T z",
       "z = (T)(low + __umul64hi(x, width))", "kiln_random_integers");
   to_range(bits.reshape(shape), std::uint64_t(low),
