@@ -30,14 +30,14 @@
 //
 // Everything lives on the stack: the only allocations are outputs (and copies of inputs that
 // partly overlap an output, and a kind's workspace).
+#include <cuda_runtime_api.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "call/kernel_args.hpp"
 #include "kiln/cache/loaded_kernels.hpp"
