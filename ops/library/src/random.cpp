@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "kiln/engine/elementwise_kernel.hpp"
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -85,6 +86,7 @@ struct Generator::State {
     auto it = per_device.find(device);
     if (it == per_device.end()) {
       curandGenerator_t g = nullptr;
+      kiln::detail::RelaxedCaptureMode relaxed;  // a first use inside a graph capture
       KILN_CURAND(curandCreateGenerator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10));
       KILN_CURAND(curandSetGeneratorOrdering(g, CURAND_ORDERING_PSEUDO_LEGACY));
       it = per_device.emplace(device, g).first;

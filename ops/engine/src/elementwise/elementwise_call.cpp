@@ -7,6 +7,7 @@
 #include "kiln/cache/loaded_kernels.hpp"
 #include "call/kernel_call.hpp"
 #include "elementwise_plan.hpp"
+#include "graph/capture_record.hpp"
 #include "kiln/codegen/launch_config.hpp"
 #include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/runtime/error.hpp"
@@ -46,6 +47,8 @@ kernel_result ElementwiseKernel::call(std::span<const kernel_arg> all_args) cons
     detail::pack_elementwise(c, plan, kargs);
     loaded.function.launch(dim3(g.grid, g.grid_y), dim3(unsigned(g.block_x), unsigned(g.block_y)),
                            kargs.argv(), 0, c.stream);
+    if (detail::thread_capture()) [[unlikely]]
+      detail::record_launch(c);  // graph/capture_record.hpp
   }
   if (no_return_) result.clear();
   return result;

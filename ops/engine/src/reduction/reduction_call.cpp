@@ -7,6 +7,7 @@
 #include "call/kernel_args.hpp"
 #include "kiln/cache/loaded_kernels.hpp"
 #include "call/kernel_call.hpp"
+#include "graph/capture_record.hpp"
 #include "kiln/engine/reduction_kernel.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/device.hpp"
@@ -81,6 +82,8 @@ kernel_result ReductionKernel::call(std::span<const kernel_arg> all_args) const 
   detail::KernelArgs kargs(plan.spec.index_bits);
   detail::pack_reduction(c, plan, ws, sem, kargs);
   loaded.function.launch(dim3(g.grid_x, g.grid_y), dim3(unsigned(g.block)), kargs.argv(), 0, c.stream);
+  if (detail::thread_capture()) [[unlikely]]
+    detail::record_launch(c);  // graph/capture_record.hpp
   return result;
 }
 

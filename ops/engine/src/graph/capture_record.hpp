@@ -1,0 +1,43 @@
+#pragma once
+// Internal: what the engine's launch paths tell a capture. After each kiln kernel launch, a
+// call path that sees this thread capturing (one thread-local load otherwise) calls
+// record_launch; the recorder reads the kernel node CUDA just added to the capture (its
+// function, geometry and parameter bytes) and keeps it with the role of each parameter, so
+// graph::update can change arrays and scalars later. Recording never fails a launch: a node
+// it cannot read makes the graph's updates unavailable (graph::update says why).
+//
+//   loaded.function.launch(grid, block, kargs.argv(), 0, c.stream);
+//   if (kiln::detail::thread_capture()) kiln::detail::record_launch(c);
+#include <cuda_runtime_api.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/kernel_nodes.hpp"
+#include "kiln/engine/raw_args.hpp"
+#include "kiln/runtime/capture.hpp"
+
+namespace kiln::detail {
+
+struct KernelCall;
+
+/// The kernels one capture recorded (ThreadCapture::recorder points at it).
+struct CaptureRecorder {
+  KernelNodes nodes;
+  std::string unavailable;  // why updates are not possible, "" while they are
+  std::unordered_map<void*, std::vector<ParamSlot>> layouts;  // per CUfunction
+};
+
+/// After the launch of call `c` (an ElementwiseKernel or ReductionKernel call, which is also
+/// how expressions and fused reductions run): its parameters are c's arrays and scalars, in
+/// order; what follows them (sizes, shapes, workspaces) stays as captured.
+void record_launch(const KernelCall& c);
+/// After a RawKernel launch of `name` on `stream`.
+void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<const raw_arg> args);
+/// Records the node just captured on `stream` with the roles of its first parameters.
+void record_node(cudaStream_t stream, std::string_view name, std::span<const ArgInfo> roles);
+
+}  // namespace kiln::detail
