@@ -48,7 +48,7 @@ kernel_result ElementwiseKernel::call(std::span<const kernel_arg> all_args) cons
     loaded.function.launch(dim3(g.grid, g.grid_y), dim3(unsigned(g.block_x), unsigned(g.block_y)),
                            kargs.argv(), 0, c.stream);
     if (detail::thread_capture()) [[unlikely]]
-      detail::record_launch(c);  // graph/capture_record.hpp
+      detail::record_launch(c, kargs.argv(), kargs.count());  // graph/capture_record.hpp
   }
   if (no_return_) result.clear();
   return result;

@@ -28,7 +28,8 @@ const std::vector<ParamSlot>* layout_of(CaptureRecorder& rec, CUfunction f) {
 
 }  // namespace
 
-void record_node(cudaStream_t stream, std::string_view name, std::span<const ArgInfo> roles) {
+void record_node(cudaStream_t stream, std::string_view name, std::span<const ArgInfo> roles,
+                 void* const* argv, std::size_t argc) {
   ThreadCapture* t = thread_capture();
   auto* rec = t ? static_cast<CaptureRecorder*>(t->recorder) : nullptr;
   if (!rec || !rec->unavailable.empty()) return;
@@ -61,9 +62,9 @@ void record_node(cudaStream_t stream, std::string_view name, std::span<const Arg
     if (!p.func || !p.kernelParams) return give_up("its node holds no function or parameters");
     const std::vector<ParamSlot>* layout = layout_of(*rec, p.func);
     if (!layout) return give_up("the driver is older than 12.4 (no cuFuncGetParamInfo)");
-    if (layout->size() < roles.size())
-      return give_up(fmt::format("it has {} parameters, fewer than the call's {} arguments",
-                                 layout->size(), roles.size()));
+    if (layout->size() != argc || roles.size() > argc)
+      return give_up(fmt::format("it has {} parameters but was launched with {} arguments",
+                                 layout->size(), argc));
     KernelNode node;
     node.node = deps[0];
     node.function = p.func;
@@ -75,9 +76,9 @@ void record_node(cudaStream_t stream, std::string_view name, std::span<const Arg
     std::size_t total = 0;
     for (const auto& s : node.params) total = std::max<std::size_t>(total, s.offset + s.size);
     node.bytes.assign(total, std::byte{0});
+    // The bytes the launch passed (what the node holds: cuLaunchKernel copied them).
     for (std::size_t k = 0; k < node.params.size(); ++k)
-      std::memcpy(node.bytes.data() + node.params[k].offset, p.kernelParams[k],
-                  node.params[k].size);
+      std::memcpy(node.bytes.data() + node.params[k].offset, argv[k], node.params[k].size);
     node.args.assign(node.params.size(), ArgInfo{});
     std::copy(roles.begin(), roles.end(), node.args.begin());
     rec->nodes.add(std::move(node));
@@ -86,15 +87,16 @@ void record_node(cudaStream_t stream, std::string_view name, std::span<const Arg
   }
 }
 
-void record_launch(const KernelCall& c) {
+void record_launch(const KernelCall& c, void* const* argv, std::size_t argc) {
   std::array<ArgInfo, kMaxParams> roles{};
   for (int k = 0; k < c.nparams; ++k)
     roles[std::size_t(k)] =
         c.arrays[k] ? ArgInfo{ArgRole::array, c.types[k]} : ArgInfo{ArgRole::scalar, c.types[k]};
-  record_node(c.stream, c.def.name, std::span(roles.data(), std::size_t(c.nparams)));
+  record_node(c.stream, c.def.name, std::span(roles.data(), std::size_t(c.nparams)), argv, argc);
 }
 
-void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<const raw_arg> args) {
+void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<const raw_arg> args,
+                       void* const* argv) {
   std::vector<ArgInfo> roles(args.size());
   for (std::size_t k = 0; k < args.size(); ++k) {
     if (args[k].is_array())
@@ -102,7 +104,7 @@ void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<con
     else if (args[k].has_dtype())
       roles[k] = {ArgRole::scalar, args[k].dtype()};
   }
-  record_node(stream, name, roles);
+  record_node(stream, name, roles, argv, args.size());
 }
 
 }  // namespace kiln::detail

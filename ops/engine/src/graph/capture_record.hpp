@@ -7,7 +7,7 @@
 // it cannot read makes the graph's updates unavailable (graph::update says why).
 //
 //   loaded.function.launch(grid, block, kargs.argv(), 0, c.stream);
-//   if (kiln::detail::thread_capture()) kiln::detail::record_launch(c);
+//   if (kiln::detail::thread_capture()) kiln::detail::record_launch(c, kargs.argv(), kargs.count());
 #include <cuda_runtime_api.h>
 
 #include <span>
@@ -31,13 +31,17 @@ struct CaptureRecorder {
   std::unordered_map<void*, std::vector<ParamSlot>> layouts;  // per CUfunction
 };
 
-/// After the launch of call `c` (an ElementwiseKernel or ReductionKernel call, which is also
-/// how expressions and fused reductions run): its parameters are c's arrays and scalars, in
-/// order; what follows them (sizes, shapes, workspaces) stays as captured.
-void record_launch(const KernelCall& c);
+/// After the launch of call `c` with arguments `argv` (an ElementwiseKernel or ReductionKernel
+/// call, which is also how expressions and fused reductions run): its parameters are c's
+/// arrays and scalars, in order; what follows them (sizes, shapes, workspaces) stays as
+/// captured.
+void record_launch(const KernelCall& c, void* const* argv, std::size_t argc);
 /// After a RawKernel launch of `name` on `stream`.
-void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<const raw_arg> args);
-/// Records the node just captured on `stream` with the roles of its first parameters.
-void record_node(cudaStream_t stream, std::string_view name, std::span<const ArgInfo> roles);
+void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<const raw_arg> args,
+                       void* const* argv);  // args.size() entries
+/// Records the node just captured on `stream`, launched with the `argc` entries of `argv`,
+/// with the roles of its first parameters.
+void record_node(cudaStream_t stream, std::string_view name, std::span<const ArgInfo> roles,
+                 void* const* argv, std::size_t argc);
 
 }  // namespace kiln::detail

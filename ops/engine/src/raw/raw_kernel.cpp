@@ -177,7 +177,7 @@ void RawKernel::launch(dim3 grid, dim3 block, std::span<const raw_arg> args) con
       k.function.launch(grid, block, argv, o->shared_mem, stream);
     }
     if (detail::thread_capture()) [[unlikely]]
-      detail::record_raw_launch(st.name, stream, args);
+      detail::record_raw_launch(st.name, stream, args, argv);
   } catch (const CudaError& e) {
     throw CudaError(
         fmt::format("launch of {} failed: {}",

@@ -83,7 +83,7 @@ kernel_result ReductionKernel::call(std::span<const kernel_arg> all_args) const 
   detail::pack_reduction(c, plan, ws, sem, kargs);
   loaded.function.launch(dim3(g.grid_x, g.grid_y), dim3(unsigned(g.block)), kargs.argv(), 0, c.stream);
   if (detail::thread_capture()) [[unlikely]]
-    detail::record_launch(c);  // graph/capture_record.hpp
+    detail::record_launch(c, kargs.argv(), kargs.count());  // graph/capture_record.hpp
   return result;
 }
 
