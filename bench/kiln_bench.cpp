@@ -788,6 +788,12 @@ void case_graphs() {
     gpu_us.push_back(double(Event::elapsed_ms(start, stop)) * 1e3 / (kGraphReps * kGraphKernels));
   }
 
+  // The same graph with plain edges (every kernel waits for a full launch after the one before).
+  setenv("KILN_GRAPH_PROGRAMMATIC_EDGES", "0", 1);
+  graph plain = capture(s, hundred);
+  unsetenv("KILN_GRAPH_PROGRAMMATIC_EDGES");
+  const double replay_plain = wall_us_per_kernel(s, [&] { plain.replay(s); }, kGraphKernels);
+
   // Correct: three replays from a known state against the host doing the same float32 multiplies.
   ndarray fresh = asarray(h);
   synchronize_device();
@@ -807,6 +813,8 @@ void case_graphs() {
   add_case("graph_replay_100_tiny_us_per_kernel", "us", replay)
       .add("target", 0.8)
       .add("eager_over_replay", eager / replay)
+      .add("programmatic_edges", std::int64_t(g.programmatic_edge_count()))
+      .add("plain_edges_us_per_kernel", replay_plain)
       .add("correct", ok);
   add_case("graph_replay_gpu_us_per_kernel", "us", median_of(gpu_us));
   add_case("graph_replay_host_us", "us", median_of(host_us)).add("kernels", std::int64_t(kGraphKernels));

@@ -34,23 +34,23 @@ extern "C" __global__ void ring_laplacian(const float* x, float* lap, int n) {
 
 State make_state(const std::vector<float>& x0, const std::vector<float>& v0) {
   using kiln::float32;
-  return {kiln::asarray(x0),          kiln::asarray(v0),          kiln::empty({kN}, float32),
-          kiln::empty({kN}, float32), kiln::empty({}, float32),   kiln::empty({}, float32),
+  return {kiln::asarray(x0),          kiln::asarray(v0),        kiln::empty({kN}, float32),
+          kiln::empty({kN}, float32), kiln::empty({}, float32), kiln::empty({}, float32),
           kiln::empty({}, float32)};
 }
 
 // One time step: ten kernels, no allocation (every result goes into the state's arrays).
 void step(State& s) {
-  kiln::eval_into(s.x * -kStiffness, s.f);                                      // 1
-  laplacian()(dim3((kN + 255) / 256), dim3(256), s.x, s.lap, kN);               // 2
-  s.f += s.lap * kCoupling;                                                     // 3
-  s.f -= s.v * kDamping;                                                        // 4
-  s.v += s.f * kDt;                                                             // 5
-  s.x += s.v * kDt;                                                             // 6
-  kiln::eval_into(kiln::clip(s.x, -10.0f, 10.0f), s.x);                         // 7
-  kiln::sum(s.v * s.v, {}, false, {.out = s.ekin});                             // 8
-  kiln::sum(s.x * s.x, {}, false, {.out = s.epot});                             // 9
-  kiln::eval_into(s.ekin * 0.5f + s.epot * (0.5f * kStiffness), s.energy);      // 10
+  kiln::eval_into(s.x * -kStiffness, s.f);                                  // 1
+  laplacian()(dim3((kN + 255) / 256), dim3(256), s.x, s.lap, kN);           // 2
+  s.f += s.lap * kCoupling;                                                 // 3
+  s.f -= s.v * kDamping;                                                    // 4
+  s.v += s.f * kDt;                                                         // 5
+  s.x += s.v * kDt;                                                         // 6
+  kiln::eval_into(kiln::clip(s.x, -10.0f, 10.0f), s.x);                     // 7
+  kiln::sum(s.v * s.v, {}, false, {.out = s.ekin});                         // 8
+  kiln::sum(s.x * s.x, {}, false, {.out = s.epot});                         // 9
+  kiln::eval_into(s.ekin * 0.5f + s.epot * (0.5f * kStiffness), s.energy);  // 10
 }
 
 bool same_bits(const kiln::ndarray& a, const kiln::ndarray& b) {
@@ -88,7 +88,8 @@ int main() try {
   });
 
   kiln::graph g;
-  const double capture_ms = sample::wall_ms([&] { g = kiln::capture(stream, [&] { step(replayed); }); });
+  const double capture_ms =
+      sample::wall_ms([&] { g = kiln::capture(stream, [&] { step(replayed); }); });
   const double replay_ms = sample::wall_ms([&] {
     for (int t = 0; t < kSteps; ++t) g.replay(stream);
     stream.synchronize();
@@ -103,8 +104,10 @@ int main() try {
               eager_us / kKernelsPerStep);
   std::printf("  replayed: %7.2f us per step, %5.2f us per kernel (%.1fx faster)\n", replay_us,
               replay_us / kKernelsPerStep, eager_us / replay_us);
-  std::printf("  capture + instantiate: %.2f ms for %zu nodes (%zu updatable kiln kernels)\n",
-              capture_ms, g.node_count(), g.kernel_count());
+  std::printf(
+      "  capture + instantiate: %.2f ms for %zu nodes (%zu updatable kiln kernels, %zu "
+      "programmatic edges)\n",
+      capture_ms, g.node_count(), g.kernel_count(), g.programmatic_edge_count());
   std::printf("  energy after %d steps: %.6f (eager) %.6f (replayed)\n", kSteps + 3,
               double(eager.energy.get<float>()[0]), double(replayed.energy.get<float>()[0]));
   std::printf("%s\n", ok ? "graph_timestep: eager and replayed runs agree bit for bit"

@@ -85,6 +85,18 @@ std::optional<std::vector<ParamSlot>> Function::param_layout() const {
   return out;
 }
 
+std::optional<std::vector<ParamSlot>> Function::param_layout(std::size_t count) const {
+  if (!driver().cuFuncGetParamInfo) return std::nullopt;
+  std::vector<ParamSlot> out(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    std::size_t offset = 0, size = 0;
+    const CUresult r = driver().cuFuncGetParamInfo(f_, k, &offset, &size);
+    if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuFuncGetParamInfo");
+    out[k] = {std::uint32_t(offset), std::uint32_t(size)};
+  }
+  return out;
+}
+
 int Function::max_active_blocks_per_multiprocessor(int block_threads,
                                                    std::size_t shared_bytes) const {
   int n = 0;

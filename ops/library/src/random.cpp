@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include <curand.h>
 #include <fmt/format.h>
@@ -121,6 +122,10 @@ ndarray Generator::uniform(double low, double high, const Shape& shape, dtype t)
   const std::int64_t n = checked_size("uniform", shape);
   ndarray out(shape, t);
   if (n == 0) return out;
+  // In a graph capture cuRAND allocates the generator's device state on its first use with
+  // cudaMalloc, which a thread-local capture refuses: that memory is cuRAND's, not captured.
+  std::optional<kiln::detail::RelaxedCaptureMode> relaxed;
+  if (kiln::detail::thread_capture()) relaxed.emplace();
   curandGenerator_t g = state_->prepare();
   if (t == float32)
     KILN_CURAND(curandGenerateUniform(g, static_cast<float*>(out.data()), std::size_t(n)));
@@ -150,6 +155,10 @@ ndarray Generator::normal(double loc, double scale, const Shape& shape, dtype t)
   const std::int64_t even = (n + 1) / 2 * 2;
   ndarray out = padded_array(shape, t, even);
   if (n == 0) return out;
+  // In a graph capture cuRAND allocates the generator's device state on its first use with
+  // cudaMalloc, which a thread-local capture refuses: that memory is cuRAND's, not captured.
+  std::optional<kiln::detail::RelaxedCaptureMode> relaxed;
+  if (kiln::detail::thread_capture()) relaxed.emplace();
   curandGenerator_t g = state_->prepare();
   if (t == float32)
     KILN_CURAND(curandGenerateNormal(g, static_cast<float*>(out.data()), std::size_t(even),
@@ -187,6 +196,10 @@ ndarray Generator::integers(std::int64_t low, std::int64_t high, const Shape& sh
   if (n == 0) return out;
   // Two 32-bit words per result, read as one uint64 and scaled by a 64x64 multiply-high.
   ndarray bits({n}, uint64);
+  // In a graph capture cuRAND allocates the generator's device state on its first use with
+  // cudaMalloc, which a thread-local capture refuses: that memory is cuRAND's, not captured.
+  std::optional<kiln::detail::RelaxedCaptureMode> relaxed;
+  if (kiln::detail::thread_capture()) relaxed.emplace();
   curandGenerator_t g = state_->prepare();
   KILN_CURAND(curandGenerate(g, static_cast<unsigned*>(bits.data()), std::size_t(2 * n)));
   state_->advance(2 * n);

@@ -16,10 +16,10 @@ namespace kiln::detail {
 namespace {
 
 // The driver's parameter layout of `f`, once per function and capture.
-const std::vector<ParamSlot>* layout_of(CaptureRecorder& rec, CUfunction f) {
+const std::vector<ParamSlot>* layout_of(CaptureRecorder& rec, CUfunction f, std::size_t argc) {
   auto it = rec.layouts.find(f);
   if (it == rec.layouts.end()) {
-    auto layout = Function(f).param_layout();
+    auto layout = Function(f).param_layout(argc);
     if (!layout) return nullptr;
     it = rec.layouts.emplace(f, std::move(*layout)).first;
   }
@@ -29,7 +29,7 @@ const std::vector<ParamSlot>* layout_of(CaptureRecorder& rec, CUfunction f) {
 }  // namespace
 
 void record_node(cudaStream_t stream, std::string_view name, std::span<const ArgInfo> roles,
-                 void* const* argv, std::size_t argc) {
+                 void* const* argv, std::size_t argc, bool waits) {
   ThreadCapture* t = thread_capture();
   auto* rec = t ? static_cast<CaptureRecorder*>(t->recorder) : nullptr;
   if (!rec || !rec->unavailable.empty()) return;
@@ -60,7 +60,7 @@ void record_node(cudaStream_t stream, std::string_view name, std::span<const Arg
     if (const CUresult r = driver().cuGraphKernelNodeGetParams(deps[0], &p); r != CUDA_SUCCESS)
       return give_up(fmt::format("cuGraphKernelNodeGetParams failed ({})", int(r)));
     if (!p.func || !p.kernelParams) return give_up("its node holds no function or parameters");
-    const std::vector<ParamSlot>* layout = layout_of(*rec, p.func);
+    const std::vector<ParamSlot>* layout = layout_of(*rec, p.func, argc);
     if (!layout) return give_up("the driver is older than 12.4 (no cuFuncGetParamInfo)");
     if (layout->size() != argc || roles.size() > argc)
       return give_up(fmt::format("it has {} parameters but was launched with {} arguments",
@@ -69,6 +69,7 @@ void record_node(cudaStream_t stream, std::string_view name, std::span<const Arg
     node.node = deps[0];
     node.function = p.func;
     node.name = std::string(name);
+    node.waits = waits;
     node.grid[0] = p.gridDimX, node.grid[1] = p.gridDimY, node.grid[2] = p.gridDimZ;
     node.block[0] = p.blockDimX, node.block[1] = p.blockDimY, node.block[2] = p.blockDimZ;
     node.shared_bytes = p.sharedMemBytes;
@@ -92,7 +93,8 @@ void record_launch(const KernelCall& c, void* const* argv, std::size_t argc) {
   for (int k = 0; k < c.nparams; ++k)
     roles[std::size_t(k)] =
         c.arrays[k] ? ArgInfo{ArgRole::array, c.types[k]} : ArgInfo{ArgRole::scalar, c.types[k]};
-  record_node(c.stream, c.def.name, std::span(roles.data(), std::size_t(c.nparams)), argv, argc);
+  record_node(c.stream, c.def.name, std::span(roles.data(), std::size_t(c.nparams)), argv, argc,
+              /*waits=*/true);
 }
 
 void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<const raw_arg> args,
@@ -104,7 +106,7 @@ void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<con
     else if (args[k].has_dtype())
       roles[k] = {ArgRole::scalar, args[k].dtype()};
   }
-  record_node(stream, name, roles, argv, args.size());
+  record_node(stream, name, roles, argv, args.size(), /*waits=*/false);
 }
 
 }  // namespace kiln::detail

@@ -7,7 +7,8 @@
 // it cannot read makes the graph's updates unavailable (graph::update says why).
 //
 //   loaded.function.launch(grid, block, kargs.argv(), 0, c.stream);
-//   if (kiln::detail::thread_capture()) kiln::detail::record_launch(c, kargs.argv(), kargs.count());
+//   if (kiln::detail::thread_capture()) kiln::detail::record_launch(c, kargs.argv(),
+//   kargs.count());
 #include <cuda_runtime_api.h>
 
 #include <span>
@@ -40,8 +41,9 @@ void record_launch(const KernelCall& c, void* const* argv, std::size_t argc);
 void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<const raw_arg> args,
                        void* const* argv);  // args.size() entries
 /// Records the node just captured on `stream`, launched with the `argc` entries of `argv`,
-/// with the roles of its first parameters.
+/// with the roles of its first parameters; `waits`: a kernel kiln generated (it begins with
+/// kiln_grid_dependency_wait, so it may follow another kernel on a programmatic edge).
 void record_node(cudaStream_t stream, std::string_view name, std::span<const ArgInfo> roles,
-                 void* const* argv, std::size_t argc);
+                 void* const* argv, std::size_t argc, bool waits);
 
 }  // namespace kiln::detail

@@ -12,6 +12,7 @@
 
 #include "graph/capture_record.hpp"
 #include "graph/kernel_nodes.hpp"
+#include "graph/programmatic_edges.hpp"
 #include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/detail/driver_api.hpp"
@@ -30,7 +31,8 @@ struct GraphState {
   cudaGraphExec_t exec = nullptr;
   std::shared_ptr<GraphMemory> memory;
   KernelNodes kernels;
-  std::string no_updates;  // why update() cannot work, "" when it can
+  std::string no_updates;              // why update() cannot work, "" when it can
+  std::size_t programmatic_edges = 0;  // edges made programmatic (programmatic_edges.hpp)
   // Replays and updates of one executable graph, one at a time; the last replay's stream is
   // where the graph's memory waits before going back to the pool.
   mutable std::mutex mutex;
@@ -192,6 +194,8 @@ graph graph_capture::end() {
         "is usable again",
         detail::stream_name(s->stream), cudaGetErrorName(e), cudaGetErrorString(e)));
   }
+  if (detail::programmatic_edges_enabled())
+    st->programmatic_edges = detail::add_programmatic_edges(g, s->recorder.nodes);
   // A graph allocation some library made and did not free (cuBLAS's workspace may be one) is
   // freed by the next replay instead of failing it.
   KILN_CUDA(cudaGraphInstantiateWithFlags(&st->exec, g, cudaGraphInstantiateFlagAutoFreeOnLaunch));
@@ -277,6 +281,10 @@ std::size_t graph::node_count() const {
 std::size_t graph::kernel_count() const { return state("kernel_count").kernels.size(); }
 
 std::size_t graph::memory_bytes() const { return state("memory_bytes").memory->bytes(); }
+
+std::size_t graph::programmatic_edge_count() const {
+  return state("programmatic_edge_count").programmatic_edges;
+}
 
 int graph::device() const { return state("device").device; }
 

@@ -51,7 +51,11 @@
 // Replay. replay(s) launches the graph on any stream of its device (by default the current
 // stream). Several threads may replay one graph on their own streams: CUDA runs one replay of
 // a graph at a time, in launch order. Order the work that produces the inputs before a replay
-// yourself (replay on the stream that produced them, or wait for it).
+// yourself (replay on the stream that produced them, or wait for it). Within a replay, a kiln
+// kernel that follows another kernel is launched as soon as that kernel's blocks have all
+// started and waits on the device for its results (a programmatic edge; every kernel kiln
+// generates begins with that wait), so consecutive small kernels do not pay a full launch
+// each; KILN_GRAPH_PROGRAMMATIC_EDGES=0 gives plain edges.
 //
 // Updates, without a new capture. The arguments of the captured kiln kernels (ElementwiseKernel,
 // ReductionKernel, expressions, fused reductions, RawKernel) can be changed through kernel-node
@@ -110,6 +114,9 @@ class graph {
   std::size_t kernel_count() const;
   /// Device memory the graph holds (arrays and temporaries created during the capture).
   std::size_t memory_bytes() const;
+  /// Edges on which a kiln kernel is launched as soon as the kernel before it has all its
+  /// blocks running, and waits on the device for its results (see "Replay" above).
+  std::size_t programmatic_edge_count() const;
   int device() const;
   /// The stream the graph was captured on.
   const Stream& capture_stream() const;
