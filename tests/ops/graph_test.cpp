@@ -128,6 +128,11 @@ TEST_CASE("calls that wait for the device or use the host are refused during a c
   KILN_CHECK_THROWS(sort(a, 1), CaptureError, Contains("sort of 301 rows"));
   KILN_CHECK_THROWS(argsort(a, 1), CaptureError, Contains("argsort of 301 rows"));
   KILN_CHECK_THROWS(profiler::benchmark([] {}), CaptureError, Contains("profiler::benchmark()"));
+  auto rng = random::default_rng(7);
+  KILN_CHECK_THROWS(rng.normal(0, 1, {4}), CaptureError, Contains("random.Generator.normal"));
+  KILN_CHECK_THROWS(rng.random({4}), CaptureError, Contains("random.Generator.uniform"));
+  KILN_CHECK_THROWS(rng.integers(0, 6, {4}), CaptureError, Contains("random.Generator.integers"));
+  CHECK(rng.offset() == 0);  // nothing drawn
   // The message says what to do and that the capture goes on.
   KILN_CHECK_THROWS(a.get<float>(), CaptureError, Contains("before the capture or after it"));
 }

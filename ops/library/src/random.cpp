@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <optional>
 
 #include <curand.h>
 #include <fmt/format.h>
@@ -44,6 +43,18 @@ void check(curandStatus_t s, const char* call) {
   throw CudaError(fmt::format("{} failed: {} ({})", call, curand_status_name(s), int(s)), int(s));
 }
 #define KILN_CURAND(call) check((call), #call)
+
+// cuRAND's host API cannot be captured as kiln uses it: every call sets the generator's seed
+// and offset, and the generate call that follows rebuilds the generator's device state and
+// waits for the device (a cudaDeviceSynchronize inside curandGenerateNormalDouble was seen
+// failing a capture on an H100, CUDA 13.0, driver 580).
+void refuse_in_capture(const char* op) {
+  if (!kiln::detail::thread_capture()) return;
+  kiln::detail::throw_capture_refusal(
+      fmt::format("random.Generator.{}", op),
+      "cuRAND resets its generator for each call's seed and offset and waits for the device "
+      "doing it; draw the numbers before the capture into an array the captured work reads");
+}
 
 void check_float(const char* op, dtype t) {
   if (t != float32 && t != float64)
@@ -87,7 +98,6 @@ struct Generator::State {
     auto it = per_device.find(device);
     if (it == per_device.end()) {
       curandGenerator_t g = nullptr;
-      kiln::detail::RelaxedCaptureMode relaxed;  // a first use inside a graph capture
       KILN_CURAND(curandCreateGenerator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10));
       KILN_CURAND(curandSetGeneratorOrdering(g, CURAND_ORDERING_PSEUDO_LEGACY));
       it = per_device.emplace(device, g).first;
@@ -115,6 +125,7 @@ ndarray Generator::random(const Shape& shape, dtype t) {
 }
 
 ndarray Generator::uniform(double low, double high, const Shape& shape, dtype t) {
+  refuse_in_capture("uniform");
   check_float("uniform", t);
   if (!std::isfinite(low) || !std::isfinite(high))
     throw ValueError(fmt::format("random.Generator.uniform: bounds must be finite, got [{}, {})",
@@ -122,10 +133,6 @@ ndarray Generator::uniform(double low, double high, const Shape& shape, dtype t)
   const std::int64_t n = checked_size("uniform", shape);
   ndarray out(shape, t);
   if (n == 0) return out;
-  // In a graph capture cuRAND allocates the generator's device state on its first use with
-  // cudaMalloc, which a thread-local capture refuses: that memory is cuRAND's, not captured.
-  std::optional<kiln::detail::RelaxedCaptureMode> relaxed;
-  if (kiln::detail::thread_capture()) relaxed.emplace();
   curandGenerator_t g = state_->prepare();
   if (t == float32)
     KILN_CURAND(curandGenerateUniform(g, static_cast<float*>(out.data()), std::size_t(n)));
@@ -146,6 +153,7 @@ ndarray Generator::standard_normal(const Shape& shape, dtype t) {
 }
 
 ndarray Generator::normal(double loc, double scale, const Shape& shape, dtype t) {
+  refuse_in_capture("normal");
   check_float("normal", t);
   if (!(scale >= 0) || !std::isfinite(scale) || !std::isfinite(loc))
     throw ValueError(fmt::format(
@@ -155,10 +163,6 @@ ndarray Generator::normal(double loc, double scale, const Shape& shape, dtype t)
   const std::int64_t even = (n + 1) / 2 * 2;
   ndarray out = padded_array(shape, t, even);
   if (n == 0) return out;
-  // In a graph capture cuRAND allocates the generator's device state on its first use with
-  // cudaMalloc, which a thread-local capture refuses: that memory is cuRAND's, not captured.
-  std::optional<kiln::detail::RelaxedCaptureMode> relaxed;
-  if (kiln::detail::thread_capture()) relaxed.emplace();
   curandGenerator_t g = state_->prepare();
   if (t == float32)
     KILN_CURAND(curandGenerateNormal(g, static_cast<float*>(out.data()), std::size_t(even),
@@ -171,6 +175,7 @@ ndarray Generator::normal(double loc, double scale, const Shape& shape, dtype t)
 }
 
 ndarray Generator::integers(std::int64_t low, std::int64_t high, const Shape& shape, dtype t) {
+  refuse_in_capture("integers");
   if (!t.is_integer())
     throw TypeError(fmt::format(
         "random.Generator.integers: dtype must be an integer type (int8-int64, uint8-uint64), "
@@ -196,10 +201,6 @@ ndarray Generator::integers(std::int64_t low, std::int64_t high, const Shape& sh
   if (n == 0) return out;
   // Two 32-bit words per result, read as one uint64 and scaled by a 64x64 multiply-high.
   ndarray bits({n}, uint64);
-  // In a graph capture cuRAND allocates the generator's device state on its first use with
-  // cudaMalloc, which a thread-local capture refuses: that memory is cuRAND's, not captured.
-  std::optional<kiln::detail::RelaxedCaptureMode> relaxed;
-  if (kiln::detail::thread_capture()) relaxed.emplace();
   curandGenerator_t g = state_->prepare();
   KILN_CURAND(curandGenerate(g, static_cast<unsigned*>(bits.data()), std::size_t(2 * n)));
   state_->advance(2 * n);

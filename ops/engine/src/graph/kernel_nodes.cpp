@@ -101,7 +101,7 @@ UpdatePlan KernelNodes::plan_rebind(std::span<const std::pair<ndarray, ndarray>>
     if (hits[j] == 0)
       throw ValueError(fmt::format(
           "graph::update: no captured kiln kernel argument points into the array of pair {} ({}); "
-          "the graph's kiln kernels use other arrays (library kernels, cuBLAS, CUB and cuRAND, "
+          "the graph's kiln kernels use other arrays (library kernels, cuBLAS and CUB, "
           "cannot be updated)",
           j, describe(pairs[j].first)));
   return plan;
@@ -142,7 +142,7 @@ UpdatePlan KernelNodes::plan_scalar(const scalar& from, const scalar& to) const 
   if (plan.arguments == 0)
     throw ValueError(fmt::format(
         "graph::update_scalar: no captured kiln kernel has a scalar argument equal to {} (in its "
-        "dtype); scalars of library kernels (cuBLAS, CUB, cuRAND) cannot be updated",
+        "dtype); scalars of library kernels (cuBLAS, CUB) cannot be updated",
         from.str()));
   return plan;
 }

@@ -20,10 +20,10 @@
 // capture and instantiates the graph, once. What kiln runs on that stream is recorded:
 // ElementwiseKernel, ReductionKernel, RawKernel and RawModule launches, expressions, the
 // reductions (sum, mean, ..., linalg::norm) and fused reductions, creation (empty, zeros,
-// full, arange, ...), copies, linalg::matmul / dot (cuBLAS), sort / argsort of up to 300 rows (CUB)
-// and random numbers (cuRAND). A kernel first seen during the capture is compiled (or loaded from
-// the disk cache) then; replays never compile. kiln::capture(fn) captures on a fresh non-blocking
-// stream instead, so that other threads' work on the legacy null stream cannot break the capture.
+// full, arange, ...), copies, linalg::matmul / dot (cuBLAS) and sort / argsort of up to 300
+// rows (CUB). A kernel first seen during the capture is compiled (or loaded from the disk
+// cache) then; replays never compile. kiln::capture(fn) captures on a fresh non-blocking
+// stream instead, so that other threads' work on the legacy null stream cannot break it.
 //
 // Refused during a capture, with a CaptureError naming the call, raised before the device is
 // touched (the capture goes on, the stream stays usable): whatever waits for the device or
@@ -31,11 +31,12 @@
 // and Event synchronize / query, synchronize_device, MemoryPool::free_all_blocks, copies
 // between devices, profiler::benchmark), kernels on the legacy null stream, the cuSOLVER-based
 // linalg functions (svd, qr, eigh, solve, inv, det: each reads cuSOLVER's status on the host),
-// sort / argsort of more than 300 rows (CUB's segmented sort reads segment counts on the
-// host), replaying a graph, a capture on the legacy null stream or inside another capture. Should a
-// CUDA call invalidate the capture anyway (another library's, or another thread's work on the null
-// stream while a blocking stream captures), the capture's end throws CaptureError and the stream is
-// usable again.
+// random numbers (cuRAND resets its generator for each call and waits for the device), sort /
+// argsort of more than 300 rows (CUB's segmented sort reads segment counts on the host),
+// replaying a graph, a capture on the legacy null stream or inside another capture. Should a
+// CUDA call invalidate the capture anyway (another library's, or another thread's work on the
+// null stream while a blocking stream captures), the capture's end throws CaptureError and the
+// stream is usable again.
 //
 // Memory. An array created inside the capture (an output kiln allocates, a temporary, a
 // reduction's workspace) gets real device memory when it is created, never an allocation the
@@ -70,8 +71,7 @@
 //     `y + 2` both hold a 2). A RawKernel scalar matches when its C++ type is a kiln scalar
 //     type (float, double, int32_t, size_t, ...).
 // Both throw ValueError, changing nothing, when something matches nothing. Kernels of the
-// libraries (cuBLAS, CUB, cuRAND) keep their arguments: capture again to change them. Random
-// numbers: cuRAND's offset is fixed by the capture, so every replay draws the same numbers.
+// libraries (cuBLAS, CUB) keep their arguments: capture again to change them.
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
