@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "call/kernel_args.hpp"
+#include "graph/capture_record.hpp"
 #include "kiln/cache/loaded_kernels.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"  // OperandKind, shared by every kind's spec
 #include "kiln/codegen/kernel_definition.hpp"
@@ -171,6 +172,10 @@ kernel_result run_call(Kind kind, std::span<const kernel_arg> all_args) {
     KernelArgs kargs(plan.spec.index_bits);
     kind.pack(c, plan, ws, kargs);
     loaded.function.launch(launch.grid, launch.block, kargs.argv(), 0, c.stream);
+    // Inside a graph capture (one thread-local load otherwise), the new kernel node is
+    // recorded with the role of each parameter, for graph::update.
+    if (thread_capture()) [[unlikely]]
+      record_launch(c, kargs.argv(), kargs.count());
   }
   kind.finish(result);
   return result;

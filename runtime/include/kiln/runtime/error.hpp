@@ -97,4 +97,13 @@ class CacheMissError : public Error {
   using Error::Error;
 };
 
+/// Work a CUDA graph capture cannot record (it waits for the device, reads device memory on
+/// the host, runs on the legacy null stream, ...), refused when it is called during a capture
+/// and before it touches the device: the capture and the stream stay usable. Also a capture
+/// that cannot start (on the null stream, inside another capture) or that CUDA invalidated.
+class CaptureError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace kiln
