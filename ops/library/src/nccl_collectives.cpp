@@ -143,6 +143,7 @@ void run_group(std::vector<Pending>& ops) {
   ncclResult_t first = ncclSuccess;
   const Pending* failed = nullptr;
   for (const auto& op : ops) {
+    DeviceGuard on(op.m->device);  // a null stream handle means this device's default stream
     const ncclResult_t r = issue(a, op);
     if (r != ncclSuccess && r != ncclInProgress && first == ncclSuccess) {
       first = r;
@@ -155,7 +156,9 @@ void run_group(std::vector<Pending>& ops) {
   wait_ready(members, "nccl::group");
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const bool repeat = i > 0 && ops[i - 1].m == ops[i].m && ops[i - 1].stream == ops[i].stream;
-    if (!repeat) note_enqueued(*ops[i].m, ops[i].stream, call_name(ops[i].plan.call));
+    if (repeat) continue;
+    DeviceGuard on(ops[i].m->device);
+    note_enqueued(*ops[i].m, ops[i].stream, call_name(ops[i].plan.call));
   }
   locks.clear();
   for (const auto& op : ops) finish(op);

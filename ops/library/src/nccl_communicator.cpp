@@ -228,7 +228,7 @@ Clique::~Clique() {
         if (!m->comm) continue;
         DeviceGuard on(m->device);
         const ncclResult_t r = a.ncclCommDestroy(m->comm);
-        if (r != ncclSuccess)
+        if (r != ncclSuccess && r != ncclInProgress)
           ::kiln::detail::logger().warn("ncclCommDestroy on {} returned {}", m->describe(),
                                         result_name(r));
         m->comm = nullptr;
