@@ -172,8 +172,9 @@ def main():
     if lib:
         env["KILN_NCCL_LIBRARY"] = lib
     t0 = time.time()
-    kiln = json.loads(subprocess.run([bench], env=env, capture_output=True, text=True,
-                                     timeout=900).stdout)
+    text = subprocess.run([bench], env=env, capture_output=True, text=True, timeout=900).stdout
+    # NCCL may print warnings on stdout too: read the one JSON object wherever it starts.
+    kiln, _ = json.JSONDecoder().raw_decode(text[text.find('{"device"'):])
     kiln_s = time.time() - t0
     report = {"cupy_nccl_version": nccl.get_version(), "cupy_nccl_library": lib,
               "kiln": kiln, "kiln_wall_s": kiln_s, "cupy": {}, "errors": list(kiln.get("errors", []))}
