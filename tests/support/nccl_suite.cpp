@@ -705,6 +705,7 @@ class Suite {
     for (std::size_t k = 0; k < count(); ++k) {
       x[k] = upload(mine_[k], input(float32, rank(k), 16, 13), {16});
       DeviceGuard on(mine_[k].device());
+      synchronize_device();  // the upload ran on the null stream, which s does not wait for
       streams.push_back(std::make_unique<Stream>(true));
     }
     {

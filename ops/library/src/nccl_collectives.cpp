@@ -118,9 +118,11 @@ void run_now(Pending& op) {
       Member* one[] = {&m};
       wait_ready(one, name);
     }
-    note_enqueued(m, op.stream, name);
   }
   finish(op);
+  // After the copy back (submit's DeviceGuard is still on m's device): synchronize() covers a
+  // staged output too.
+  note_enqueued(m, op.stream, name);
 }
 
 void run_group(std::vector<Pending>& ops) {
@@ -154,14 +156,14 @@ void run_group(std::vector<Pending>& ops) {
   if (failed) throw_nccl(first, call_name(failed->plan.call), failed->m->comm);
   if (end != ncclSuccess && end != ncclInProgress) throw_nccl(end, "ncclGroupEnd", nullptr);
   wait_ready(members, "nccl::group");
+  locks.clear();
+  for (const auto& op : ops) finish(op);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const bool repeat = i > 0 && ops[i - 1].m == ops[i].m && ops[i - 1].stream == ops[i].stream;
     if (repeat) continue;
     DeviceGuard on(ops[i].m->device);
     note_enqueued(*ops[i].m, ops[i].stream, call_name(ops[i].plan.call));
   }
-  locks.clear();
-  for (const auto& op : ops) finish(op);
 }
 
 // Checked (plan) and staged: to NCCL now, or at the end of the enclosing group.
