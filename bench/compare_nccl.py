@@ -176,6 +176,10 @@ def main():
     # NCCL may print warnings on stdout too: read the one JSON object wherever it starts.
     kiln, _ = json.JSONDecoder().raw_decode(text[text.find('{"device"'):])
     kiln_s = time.time() - t0
+    print(f"kiln_nccl_bench took {kiln_s:.1f} s; timing CuPy", flush=True)
+    if out_path:  # kiln's numbers survive a CuPy part that does not finish
+        with open(out_path + ".kiln.json", "w") as f:
+            json.dump(kiln, f, indent=1)
     report = {"cupy_nccl_version": nccl.get_version(), "cupy_nccl_library": lib,
               "kiln": kiln, "kiln_wall_s": kiln_s, "cupy": {}, "errors": list(kiln.get("errors", []))}
     if kiln.get("device") is None:
