@@ -28,3 +28,4 @@
 #include "kiln/library/sort.hpp"
 #include "kiln/library/dlpack.hpp"
 #include "kiln/library/profiler.hpp"
+#include "kiln/library/collectives.hpp"

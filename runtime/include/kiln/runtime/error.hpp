@@ -106,4 +106,23 @@ class CaptureError : public Error {
   using Error::Error;
 };
 
+/// NCCL could not be used: the library is missing, is not NCCL or is too old, or an NCCL call
+/// failed. code() is NCCL's ncclResult_t, or -1 when the library itself is the problem.
+class NcclError : public Error {
+ public:
+  NcclError(std::string message, int code) : Error(std::move(message)), code_(code) {}
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+/// A bounded wait ran out: a collective whose peer died or never came, a communicator whose
+/// other ranks never joined, a rendezvous file that never appeared. what() says what was
+/// waited for, for how long, and what kiln did about it (e.g. aborted the communicator).
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace kiln
