@@ -7,6 +7,11 @@
 // complex128). Arithmetic: k = 4 (FMA contraction and Smith's division round a few times);
 // functions: k = 16 (CUDA's real functions are within 2-4 ULP and are composed a few times);
 // pow: k = 128 (exp(b log a) carries log a's error times |b log a|, up to ~30 here).
+//
+// The NumPy golden table (tests/ops/golden/complex_functions.txt) is checked through kiln's
+// expressions with default options (-ftz=true, as users get): infinities, NaNs and signed
+// zeros exactly as NumPy's, finite parts within 16 ULP (CUDA's real functions are within
+// 1-4 ULP and the complex formulas compose a few of them), multiply and divide bit for bit.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "support/complex_golden.hpp"
 #include "support/test_support.hpp"
 
 using namespace kiln;
@@ -200,4 +206,151 @@ TEST_CASE("complex kernels divide like NumPy at zero and keep signed zeros", "[g
   CHECK(s[0] == C(0, 2));
   CHECK(s[1] == C(0, -2));
   CHECK((s[2] == C(2, 0) && std::signbit(s[2].imag())));
+}
+
+namespace {
+
+template <class V>
+std::vector<std::complex<V>> narrow_all(const std::vector<std::complex<double>>& v) {
+  std::vector<std::complex<V>> out;
+  for (const auto& z : v) out.emplace_back(V(z.real()), V(z.imag()));
+  return out;
+}
+
+// e evaluated into a poisoned output of e's dtype, back on the host as complex<double>.
+template <class O>
+std::vector<std::complex<double>> run_golden(const expr& e, std::size_t n) {
+  auto out = asarray<O>(std::vector<O>(n, O(-777)));
+  eval_into(e, out);
+  std::vector<std::complex<double>> r;
+  for (const auto& v : out.template get<O>()) r.emplace_back(std::complex<double>(v));
+  return r;
+}
+
+const std::vector<std::pair<std::string, std::function<expr(const ndarray&)>>>& golden_unary() {
+  static const std::vector<std::pair<std::string, std::function<expr(const ndarray&)>>> v = {
+      {"sqrt", [](const ndarray& a) { return kiln::sqrt(a); }},
+      {"exp", [](const ndarray& a) { return kiln::exp(a); }},
+      {"exp2", [](const ndarray& a) { return kiln::exp2(a); }},
+      {"expm1", [](const ndarray& a) { return kiln::expm1(a); }},
+      {"log", [](const ndarray& a) { return kiln::log(a); }},
+      {"log2", [](const ndarray& a) { return kiln::log2(a); }},
+      {"log10", [](const ndarray& a) { return kiln::log10(a); }},
+      {"log1p", [](const ndarray& a) { return kiln::log1p(a); }},
+      {"sin", [](const ndarray& a) { return kiln::sin(a); }},
+      {"cos", [](const ndarray& a) { return kiln::cos(a); }},
+      {"tan", [](const ndarray& a) { return kiln::tan(a); }},
+      {"sinh", [](const ndarray& a) { return kiln::sinh(a); }},
+      {"cosh", [](const ndarray& a) { return kiln::cosh(a); }},
+      {"tanh", [](const ndarray& a) { return kiln::tanh(a); }},
+      {"arcsin", [](const ndarray& a) { return kiln::arcsin(a); }},
+      {"arccos", [](const ndarray& a) { return kiln::arccos(a); }},
+      {"arctan", [](const ndarray& a) { return kiln::arctan(a); }},
+      {"arcsinh", [](const ndarray& a) { return kiln::arcsinh(a); }},
+      {"arccosh", [](const ndarray& a) { return kiln::arccosh(a); }},
+      {"arctanh", [](const ndarray& a) { return kiln::arctanh(a); }},
+      {"sign", [](const ndarray& a) { return kiln::sign(a); }},
+      {"reciprocal", [](const ndarray& a) { return kiln::reciprocal(a); }},
+      {"square", [](const ndarray& a) { return kiln::square(a); }},
+  };
+  return v;
+}
+
+template <class V>
+void check_golden(const std::string& dtype) {
+  typedef std::complex<V> C;
+  const auto& t = test::complex_golden().at(dtype);
+  const bool single = std::is_same_v<V, float>;
+  const auto x = asarray<C>(narrow_all<V>(t.grid));
+  const test::part_rule rule{single, 16, /*ftz=*/true};
+  int failed = 0;
+  auto report = [&](const std::string& name, const std::vector<std::complex<double>>& got,
+                    const std::vector<std::complex<double>>& want,
+                    const std::vector<std::complex<double>>& in,
+                    const std::vector<std::complex<double>>* in2, auto&& rule_for) {
+    int bad = 0;
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      const std::string why = test::complex_mismatch(got[k], want[k], rule_for(k));
+      if (why.empty()) continue;
+      if (++bad <= 6)
+        UNSCOPED_INFO(dtype << " " << name << in[k] << (in2 ? " " : "")
+                            << (in2 ? (*in2)[k] : std::complex<double>()) << " = " << got[k]
+                            << ", NumPy " << want[k] << ": " << why);
+    }
+    if (bad)
+      UNSCOPED_INFO(dtype << " " << name << ": " << bad << " of " << want.size() << " differ");
+    failed += bad != 0;
+  };
+  for (const auto& [name, fn] : golden_unary())
+    report(name, run_golden<C>(fn(x), t.grid.size()), t.unary.at(name), t.grid, nullptr,
+           [&](std::size_t) { return rule; });
+  for (const auto& [name, fn] :
+       std::vector<std::pair<std::string, std::function<expr(const ndarray&)>>>{
+           {"absolute", [](const ndarray& a) { return kiln::abs(a); }},
+           {"angle", [](const ndarray& a) { return kiln::angle(a); }}}) {
+    const auto& want = t.real.at(name);
+    std::vector<std::complex<double>> w(want.begin(), want.end());
+    report(name, run_golden<V>(fn(x), t.grid.size()), w, t.grid, nullptr,
+           [&](std::size_t) { return rule; });
+  }
+  const auto a = asarray<C>(narrow_all<V>(t.a)), b = asarray<C>(narrow_all<V>(t.b));
+  const test::part_rule exact{single, 0, /*ftz=*/true};
+  report("divide", run_golden<C>(a / b, t.a.size()), t.binary.at("divide"), t.a, &t.b,
+         [&](std::size_t) { return exact; });
+  report("multiply", run_golden<C>(a * b, t.a.size()), t.binary.at("multiply"), t.a, &t.b,
+         [&](std::size_t) { return exact; });
+  const auto& pw = t.binary.at("power");
+  report("power", run_golden<C>(kiln::power(a, b), t.a.size()), pw, t.a, &t.b, [&](std::size_t k) {
+    test::part_rule r = rule;
+    r.norm_scale = test::power_error_scale(t.a[k], t.b[k], pw[k]);
+    return r;
+  });
+  CHECK(failed == 0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "complex functions on the GPU give NumPy's values, branch cuts, signed zeros and "
+    "infinities",
+    "[gpu][ops][complex]") {
+  SECTION("complex64") { check_golden<float>("complex64"); }
+  SECTION("complex128") { check_golden<double>("complex128"); }
+}
+
+TEST_CASE(
+    "complex a / a on the GPU is NumPy's bit for bit and expm1, log1p keep small "
+    "arguments' digits",
+    "[gpu][ops][complex]") {
+  typedef std::complex<double> C;
+  // a / a over the golden table's finite non-zero rows with a == b, against NumPy's quotient
+  // (1 + 0j for most; 49 / 49 is 1 - 2^-53 in NumPy too).
+  const auto& t = test::complex_golden().at("complex128");
+  std::vector<C> a, want;
+  for (std::size_t k = 0; k < t.a.size(); ++k)
+    if (t.a[k] == t.b[k] && std::isfinite(t.a[k].real()) && std::isfinite(t.a[k].imag()) &&
+        t.a[k] != 0.0) {
+      a.push_back(t.a[k]);
+      want.push_back(t.binary.at("divide")[k]);
+    }
+  REQUIRE(a.size() > 300);
+  const auto x = asarray<C>(a);
+  const auto q = run_golden<C>(x / x, a.size());
+  int same = 0, ones = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    same += q[k] == want[k] && std::signbit(q[k].imag()) == std::signbit(want[k].imag());
+    ones += q[k] == C(1, 0);
+  }
+  CHECK(same == int(a.size()));
+  CHECK(ones > int(a.size()) / 2);
+  // expm1 and log1p near 0 (NumPy's log1p gives 0 for the first two real parts).
+  const auto small = asarray<C>({C(0, 1e-30), C(1e-20, 0), C(1e-8, 1e-8)});
+  const auto e = run_golden<C>(kiln::expm1(small), 3);
+  CHECK(e[0].real() == Approx(-5e-61).epsilon(1e-12));
+  CHECK(e[0].imag() == 1e-30);
+  CHECK(e[1] == C(1e-20, 0));
+  const auto l = run_golden<C>(kiln::log1p(small), 3);
+  CHECK(l[0].real() == Approx(5e-61).epsilon(1e-12));
+  CHECK(l[1].real() == Approx(1e-20).epsilon(1e-14));
+  CHECK(l[2].real() == Approx(1e-8).epsilon(1e-14));
 }
