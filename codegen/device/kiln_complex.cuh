@@ -448,17 +448,19 @@ template <class kiln_V> __device__ complex<kiln_V> kiln_asinh_special(kiln_V kil
   const kiln_V kiln_inf = kiln_cconst<kiln_V>::inf(), kiln_nan = kiln_cconst<kiln_V>::nan();
   if (isnan(kiln_x) || isnan(kiln_y)) {
     if (isinf(kiln_x)) return kiln_C(kiln_x, kiln_nan);
-    if (isinf(kiln_y)) return kiln_C(copysign(kiln_inf, kiln_x), kiln_nan);  // sign open: x's
+    if (isinf(kiln_y)) return kiln_C(kiln_inf, kiln_nan);  // sign open: glibc's +
     if (kiln_y == kiln_V(0)) return kiln_C(kiln_nan, kiln_y);
     return kiln_C(kiln_nan, kiln_nan);
   }
   const kiln_V kiln_im = isinf(kiln_x) ? (isinf(kiln_y) ? kiln_pi<kiln_V, 4>() : kiln_V(0)) : kiln_pi<kiln_V, 2>();
   return kiln_C(copysign(kiln_inf, kiln_x), copysign(kiln_im, kiln_y));
 }
-// asin z = -i asinh(iz), asinh z = -i asin(iz).
+// asin z = -i asinh(iz), asinh z = -i asin(iz). The sign of a NaN is no input here: a GPU's
+// negation need not flip it, so where Annex G leaves a sign open the choice is made outright.
 template <class kiln_V> __device__ complex<kiln_V> asin(const complex<kiln_V>& kiln_z) {
   const kiln_V kiln_x = kiln_z.real(), kiln_y = kiln_z.imag();
   if (isfinite(kiln_x) && isfinite(kiln_y)) return kiln_asin_finite(kiln_x, kiln_y);
+  if (isinf(kiln_x) && isnan(kiln_y)) return complex<kiln_V>(kiln_y, kiln_cconst<kiln_V>::inf());  // glibc's +inf
   const complex<kiln_V> kiln_w = kiln_asinh_special(-kiln_y, kiln_x);
   return complex<kiln_V>(kiln_w.imag(), -kiln_w.real());
 }
@@ -538,7 +540,7 @@ template <class kiln_V> __device__ complex<kiln_V> atanh(const complex<kiln_V>& 
   const kiln_V kiln_nan = kiln_cconst<kiln_V>::nan(), kiln_half_pi = kiln_pi<kiln_V, 2>();
   if (isnan(kiln_x) || isnan(kiln_y)) {
     if (isinf(kiln_x)) return kiln_C(copysign(kiln_V(0), kiln_x), kiln_nan);
-    if (isinf(kiln_y)) return kiln_C(copysign(kiln_V(0), kiln_x), copysign(kiln_half_pi, kiln_y));  // sign open: x's
+    if (isinf(kiln_y)) return kiln_C(kiln_V(0), copysign(kiln_half_pi, kiln_y));  // sign open: glibc's +0
     if (kiln_x == kiln_V(0)) return kiln_C(kiln_x, kiln_nan);
     return kiln_C(kiln_nan, kiln_nan);
   }
@@ -559,8 +561,10 @@ template <class kiln_V> __device__ complex<kiln_V> atanh(const complex<kiln_V>& 
   const kiln_V kiln_im = kiln_V(0.5) * atan2(kiln_V(2) * kiln_ay, fma(-kiln_ay, kiln_ay, kiln_one_m * (kiln_V(1) + kiln_ax)));
   return kiln_C(copysign(kiln_re, kiln_x), copysign(kiln_im, kiln_y));
 }
-// atan z = -i atanh(iz).
+// atan z = -i atanh(iz); atan(+-inf + i nan) = +-pi/2 + i0 (sign open: glibc's +0).
 template <class kiln_V> __device__ complex<kiln_V> atan(const complex<kiln_V>& kiln_z) {
+  if (isinf(kiln_z.real()) && isnan(kiln_z.imag()))
+    return complex<kiln_V>(copysign(kiln_pi<kiln_V, 2>(), kiln_z.real()), kiln_V(0));
   const complex<kiln_V> kiln_w = atanh(complex<kiln_V>(-kiln_z.imag(), kiln_z.real()));
   return complex<kiln_V>(kiln_w.imag(), -kiln_w.real());
 }

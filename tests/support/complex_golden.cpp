@@ -94,7 +94,7 @@ std::string part_mismatch(double got, double want, const part_rule& rule) {
   if (std::isnan(want)) return std::isnan(got) ? "" : "want nan";
   if (std::isinf(want)) return got == want ? "" : fmt::format("want {}", want);
   if (want == 0) {
-    if (got == 0 && std::signbit(got) == std::signbit(want)) return "";
+    if (got == 0 && (rule.any_zero_sign || std::signbit(got) == std::signbit(want))) return "";
     return fmt::format("want {}0", std::signbit(want) ? "-" : "+");
   }
   if (std::isnan(got) || std::isinf(got)) return "want finite";
