@@ -365,7 +365,11 @@ void check_golden(const std::string& dtype, path p) {
     r.norm_scale = test::power_error_scale(t.a[k], t.b[k], pw[k]);
     // Annex G gives cpow no special values: with an inf or nan operand, NumPy's (glibc's) zero
     // signs come from the sign of a NaN made along the way, which the C standard leaves open.
-    r.any_zero_sign = !finite(t.a[k]) || !finite(t.b[k]);
+    // And where |b log a| times epsilon passes 0.1, the phase of exp(b log a) is noise: an
+    // overflowed or underflowed result's signs are no one's to match.
+    const double eps = single ? 0x1p-23 : 0x1p-52;
+    const double phase_noise = std::abs(t.b[k]) * std::abs(std::log(t.a[k])) * eps;
+    r.open_sign = !finite(t.a[k]) || !finite(t.b[k]) || phase_noise > 0.1;
     return r;
   });
   CHECK(failed == 0);
@@ -433,8 +437,8 @@ TEST_CASE("the issue's complex expressions give NumPy's values on the GPU", "[gp
   const auto s = one(kiln::sin(kiln::sqrt(z(0.26f, inf))));
   CHECK((std::isnan(s.real()) && s.imag() == inf));
   const auto l = one(kiln::log(kiln::tanh(z(-3.4814205f, 0))));
-  CHECK(l.imag() == Approx(3.1415927));  // +pi: tanh keeps the +0 imaginary part
-  CHECK(l.real() == Approx(-0.0018927476).epsilon(1e-5));
+  CHECK(l.imag() == Approx(3.1415927));                    // +pi: tanh keeps the +0 imaginary part
+  CHECK(l.real() == Approx(-0.0018927476).epsilon(1e-3));  // log|tanh|: 1 ULP of tanh is 3e-5 of it
   CHECK(one(kiln::sign(z(-inf, -0.97f))) == std::complex<double>(-1, 0));
   const auto t = one(kiln::tanh(z(inf, 1.56f)));
   CHECK((t == std::complex<double>(1, 0) && !std::signbit(t.imag())));

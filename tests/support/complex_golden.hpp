@@ -26,7 +26,7 @@ struct part_rule {
   // A function whose rounding errors scale with more than its result (pow: |b log a| times
   // |a^b|) passes a part within ulps * epsilon * norm_scale too.
   double norm_scale = 0;
-  bool any_zero_sign = false;  // a zero part's sign is open (but it must be a zero)
+  bool open_sign = false;  // a zero or infinite part's sign is open (but it must be one)
 };
 
 /// Empty when `got` meets NumPy's `want` under `rule`, else why not (for messages).
