@@ -407,6 +407,28 @@ void case_cold(const std::string& cache_dir) {
       .add("process_first_call_ms", child.process_first_call_ms);
   if (child.nvrtc_compiles != 0)
     g_errors.push_back(R"({"case": "disk_hit_fresh_process_ms", "error": "the child process ran NVRTC: the disk cache missed"})");
+
+  // The same kernel on two layouts it has not run on (issue 16): a broadcast column into a
+  // (64, 64) output (the strided loop) and a transposed operand (the tiled loop), each a new
+  // kernel compiled cold; the target is the contiguous one's (<= 60 ms).
+  auto cold_layout = [&](const char* name, const ndarray& x, ndarray& z, float expect) {
+    current_stream().synchronize();
+    const auto c0 = st.nvrtc_compiles.load();
+    const auto t = clock_type::now();
+    k(x, z);
+    current_stream().synchronize();
+    const double ms = seconds_since(t) * 1e3;
+    const auto got = z.get<float>();
+    const bool right = std::all_of(got.begin(), got.end(), [&](float v) { return v == expect; });
+    add_case(name, "ms", ms).add("nvrtc_compiles", std::int64_t(st.nvrtc_compiles.load() - c0)).add("correct", right);
+    if (!right) g_errors.push_back(fmt::format(R"({{"case": "{}", "error": "wrong results"}})", name));
+  };
+  const ndarray col = full(Shape{64, 1}, 2.0f, float32);
+  ndarray zs(Shape{64, 64}, float32);
+  cold_layout("cold_compile_strided_ms", col, zs, 7.0f);
+  const ndarray sq = full(Shape{64, 64}, 0.5f, float32);
+  ndarray zt(Shape{64, 64}, float32);
+  cold_layout("cold_compile_tiled_ms", sq.T(), zt, 2.5f);
 }
 
 // A never-seen complex64 ElementwiseKernel, cold (NVRTC + load + launch), z = x * y + conj(x):

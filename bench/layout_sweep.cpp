@@ -6,8 +6,8 @@
 //   {"device": ..., "seed": ..., "copy_GBps": ..., "cases": [{"family", "name", "op", "dtype",
 //    "inputs": [VIEW...], "out": VIEW|null, "axes", "keepdims", "bytes", "ms", "GBps",
 //    "fraction", "correct", "max_error"}...],
-//    "families": {"broadcast": {"count", "min", "median", "worst": [{"name", "fraction"} x5]}, ...},
-//    "errors": [...]}
+//    "families": {"broadcast": {"count", "min", "median", "worst": [{"name", "fraction"} x5]},
+//    ...}, "errors": [...]}
 // VIEW = {"base": shape, "perm": axes|null, "slices": [[start, stop, step], ...]|null}: a
 // C-contiguous array of `base`, transposed by `perm`, then sliced (Python's semantics; null
 // stop is the end) - enough for bench/sweep_compare.py to build the same view in CuPy and
@@ -16,6 +16,9 @@
 //
 //   layout_sweep [--quick] [--seed N] [--family NAME]   (needs a GPU)
 //   layout_sweep --compile-check [ARCH]                 NVRTC-compiles the sweep's own kernels
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -26,9 +29,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
-#include <fmt/format.h>
 
 #include "bench_util.hpp"
 #include "kiln/kiln.hpp"
@@ -43,15 +43,15 @@ using namespace kiln;
 // `mode` to a range every dtype holds exactly (0: uniform [-4, 4); 1: k / 16 for k in
 // [-128, 128), exact in float16 and bfloat16; 2: integers in [-1000, 1000]). The same code
 // runs on the device (the generator kernel's preamble) and on the host (the references).
-#define SWEEP_VALUE_BODY                                                  \
-  unsigned long long h = (i + 1ull) * 0x9E3779B97F4A7C15ull + seed;       \
-  h ^= h >> 30;                                                           \
-  h *= 0xBF58476D1CE4E5B9ull;                                             \
-  h ^= h >> 27;                                                           \
-  h *= 0x94D049BB133111EBull;                                             \
-  h ^= h >> 31;                                                           \
-  if (mode == 1) return double(int((h >> 40) % 256) - 128) / 16.0;       \
-  if (mode == 2) return double(int((h >> 40) % 2001) - 1000);            \
+#define SWEEP_VALUE_BODY                                            \
+  unsigned long long h = (i + 1ull) * 0x9E3779B97F4A7C15ull + seed; \
+  h ^= h >> 30;                                                     \
+  h *= 0xBF58476D1CE4E5B9ull;                                       \
+  h ^= h >> 27;                                                     \
+  h *= 0x94D049BB133111EBull;                                       \
+  h ^= h >> 31;                                                     \
+  if (mode == 1) return double(int((h >> 40) % 256) - 128) / 16.0;  \
+  if (mode == 2) return double(int((h >> 40) % 2001) - 1000);       \
   return -4.0 + 8.0 * (double(h >> 11) * (1.0 / 9007199254740992.0));
 
 double sweep_value(unsigned long long i, unsigned long long seed, int mode) { SWEEP_VALUE_BODY }
@@ -62,10 +62,13 @@ double sweep_value(unsigned long long i, unsigned long long seed, int mode) { SW
 const ElementwiseKernel& generator() {
   static const ElementwiseKernel k = [] {
     elementwise_kernel_options o;
-    o.preamble = "__device__ double sweep_value(unsigned long long i, unsigned long long seed, int mode) { " +
-                 std::string(SWEEP_STR(SWEEP_VALUE_BODY)) + " }";
+    o.preamble =
+        "__device__ double sweep_value(unsigned long long i, unsigned long long seed, int mode) "
+        "{ " +
+        std::string(SWEEP_STR(SWEEP_VALUE_BODY)) + " }";
     return ElementwiseKernel("uint64 seed, int32 mode", "T z",
-                             "z = kiln_cast<T>(sweep_value((unsigned long long)i, seed, mode));", "sweep_fill", o);
+                             "z = kiln_cast<T>(sweep_value((unsigned long long)i, seed, mode));",
+                             "sweep_fill", o);
   }();
   return k;
 }
@@ -157,7 +160,8 @@ struct View {
       s += "null";
     } else {
       s += "[";
-      for (std::size_t d = 0; d < perm.size(); ++d) s += fmt::format("{}{}", d ? ", " : "", perm[d]);
+      for (std::size_t d = 0; d < perm.size(); ++d)
+        s += fmt::format("{}{}", d ? ", " : "", perm[d]);
       s += "]";
     }
     s += ", \"slices\": ";
@@ -210,7 +214,7 @@ struct Case {
   std::string family, name, op;
   dtype type = float32;
   std::vector<View> inputs;
-  std::optional<View> out;       // elementwise: the output view (of a poisoned base)
+  std::optional<View> out;         // elementwise: the output view (of a poisoned base)
   std::vector<std::int64_t> axes;  // reductions, composites
   bool keepdims = false;
   // results
@@ -292,10 +296,14 @@ View sliced_view(Rng& r, const Shape& shape, double p_step) {
     const std::int64_t extra = r.chance(0.5) ? r.uniform(0, 7) : 0;
     const std::int64_t len = (n - 1) * std::abs(step) + 1 + off + extra;
     v.base.push_back(len);
-    if (step > 0) v.slices.push_back({off, off + (n - 1) * step + 1, step});
-    else v.slices.push_back({len - 1 - off, len - 1 - off + (n - 1) * step - 1 < 0 ? std::nullopt
-                                                                                  : std::optional<std::int64_t>(len - 1 - off + (n - 1) * step - 1),
-                             step});
+    if (step > 0)
+      v.slices.push_back({off, off + (n - 1) * step + 1, step});
+    else
+      v.slices.push_back({len - 1 - off,
+                          len - 1 - off + (n - 1) * step - 1 < 0
+                              ? std::nullopt
+                              : std::optional<std::int64_t>(len - 1 - off + (n - 1) * step - 1),
+                          step});
   }
   return v;
 }
@@ -313,7 +321,8 @@ dtype random_dtype(Rng& r) {
 
 // ---- the elementwise families
 
-Case elementwise(std::string family, std::string name, Rng& r, dtype t, std::vector<View> in, View out) {
+Case elementwise(std::string family, std::string name, Rng& r, dtype t, std::vector<View> in,
+                 View out) {
   Case c;
   c.family = std::move(family);
   c.name = std::move(name);
@@ -327,9 +336,12 @@ Case elementwise(std::string family, std::string name, Rng& r, dtype t, std::vec
 void broadcast_cases(std::vector<Case>& out, Rng& r, int count, double total) {
   const auto n = std::int64_t(std::sqrt(total));
   // The named ones: an outer difference, row and column vectors, a per-channel vector.
-  out.push_back(elementwise("broadcast", "outer (n,1) - (1,n)", r, float32, {plain({n, 1}), plain({1, n})}, plain({n, n})));
-  out.push_back(elementwise("broadcast", "row (n,n) - (n,)", r, float32, {plain({n, n}), plain({n})}, plain({n, n})));
-  out.push_back(elementwise("broadcast", "column (n,1) - (n,n)", r, float16, {plain({n, 1}), plain({n, n})}, plain({n, n})));
+  out.push_back(elementwise("broadcast", "outer (n,1) - (1,n)", r, float32,
+                            {plain({n, 1}), plain({1, n})}, plain({n, n})));
+  out.push_back(elementwise("broadcast", "row (n,n) - (n,)", r, float32,
+                            {plain({n, n}), plain({n})}, plain({n, n})));
+  out.push_back(elementwise("broadcast", "column (n,1) - (n,n)", r, float16,
+                            {plain({n, 1}), plain({n, n})}, plain({n, n})));
   const Shape nchw = random_shape(r, 4, total, 8);
   out.push_back(elementwise("broadcast", "per channel (N,C,H,W) - (1,C,1,1)", r, float32,
                             {plain(nchw), plain({1, nchw[1], 1, 1})}, plain(nchw)));
@@ -347,21 +359,25 @@ void broadcast_cases(std::vector<Case>& out, Rng& r, int count, double total) {
       while (b.size() > 1 && b[0] == 1 && r.chance(0.5)) b.erase(0);
       in.push_back(plain(b));
     }
-    out.push_back(elementwise("broadcast", fmt::format("{} - {}", in[0].base.str(), in[1].base.str()), r,
+    out.push_back(elementwise("broadcast",
+                              fmt::format("{} - {}", in[0].base.str(), in[1].base.str()), r,
                               random_dtype(r), in, plain(s)));
   }
 }
 
 void permutation_cases(std::vector<Case>& out, Rng& r, int count, double total) {
   const auto side = std::int64_t(std::cbrt(total));
-  out.push_back(elementwise("permutation", "x.transpose(2,0,1) - y", r, float32,
-                            {transposed_view({side, side, side}, {2, 0, 1}), plain({side, side, side})},
-                            plain({side, side, side})));
+  out.push_back(
+      elementwise("permutation", "x.transpose(2,0,1) - y", r, float32,
+                  {transposed_view({side, side, side}, {2, 0, 1}), plain({side, side, side})},
+                  plain({side, side, side})));
   const auto m = std::int64_t(std::sqrt(total / 16));
   out.push_back(elementwise("permutation", "batched x.transpose(0,2,1) - y", r, float32,
-                            {transposed_view({16, m, m}, {0, 2, 1}), plain({16, m, m})}, plain({16, m, m})));
+                            {transposed_view({16, m, m}, {0, 2, 1}), plain({16, m, m})},
+                            plain({16, m, m})));
   out.push_back(elementwise("permutation", "x.T - y, float16", r, float16,
-                            {transposed_view({m * 4, m * 4}, {1, 0}), plain({m * 4, m * 4})}, plain({m * 4, m * 4})));
+                            {transposed_view({m * 4, m * 4}, {1, 0}), plain({m * 4, m * 4})},
+                            plain({m * 4, m * 4})));
   for (int k = 0; k < count; ++k) {
     const int nd = int(r.uniform(2, 4));
     const Shape s = random_shape(r, nd, total, 2);
@@ -369,7 +385,8 @@ void permutation_cases(std::vector<Case>& out, Rng& r, int count, double total) 
     const double u = r.real(0, 1);
     std::vector<View> in{transposed_view(s, perm), plain(s)};
     View o = plain(s);
-    std::string name = fmt::format("{} perm {}", s.str(), Shape(std::span<const std::int64_t>(perm)).str());
+    std::string name =
+        fmt::format("{} perm {}", s.str(), Shape(std::span<const std::int64_t>(perm)).str());
     if (u < 0.3) {  // a permuted output
       in[0] = plain(s);
       o = transposed_view(s, perm);
@@ -384,20 +401,24 @@ void permutation_cases(std::vector<Case>& out, Rng& r, int count, double total) 
 
 void slicing_cases(std::vector<Case>& out, Rng& r, int count, double total) {
   const auto n = std::int64_t(std::sqrt(total));
-  out.push_back(elementwise("slicing", "x[:, 1:] - y (misaligned)", r, float32,
-                            {View{{n, n + 1}, {}, {{0, std::nullopt, 1}, {1, std::nullopt, 1}}}, plain({n, n})},
-                            plain({n, n})));
+  out.push_back(elementwise(
+      "slicing", "x[:, 1:] - y (misaligned)", r, float32,
+      {View{{n, n + 1}, {}, {{0, std::nullopt, 1}, {1, std::nullopt, 1}}}, plain({n, n})},
+      plain({n, n})));
   out.push_back(elementwise("slicing", "x[::-1] - y", r, float32,
-                            {View{{n * n}, {}, {{n * n - 1, std::nullopt, -1}}}, plain({n * n})}, plain({n * n})));
-  out.push_back(elementwise("slicing", "x[:, ::2] - y", r, float32,
-                            {View{{n, 2 * n}, {}, {{0, std::nullopt, 1}, {0, std::nullopt, 2}}}, plain({n, n})},
-                            plain({n, n})));
+                            {View{{n * n}, {}, {{n * n - 1, std::nullopt, -1}}}, plain({n * n})},
+                            plain({n * n})));
+  out.push_back(elementwise(
+      "slicing", "x[:, ::2] - y", r, float32,
+      {View{{n, 2 * n}, {}, {{0, std::nullopt, 1}, {0, std::nullopt, 2}}}, plain({n, n})},
+      plain({n, n})));
   for (int k = 0; k < count; ++k) {
     const int nd = int(r.uniform(1, 3));
     const Shape s = random_shape(r, nd, total, 2);
     std::vector<View> in{sliced_view(r, s, 0.5), r.chance(0.5) ? sliced_view(r, s, 0.3) : plain(s)};
     View o = r.chance(0.25) ? sliced_view(r, s, 0.3) : plain(s);
-    out.push_back(elementwise("slicing", fmt::format("{} sliced", s.str()), r, random_dtype(r), in, o));
+    out.push_back(
+        elementwise("slicing", fmt::format("{} sliced", s.str()), r, random_dtype(r), in, o));
   }
 }
 
@@ -415,16 +436,16 @@ void mixed_cases(std::vector<Case>& out, Rng& r, int count, double total) {
     for (int d = 0; d < nd; ++d)
       if (r.chance(0.5)) b[d] = 1;
     View o = r.chance(0.3) ? sliced_view(r, s, 0.3) : plain(s);
-    out.push_back(elementwise("mixed", fmt::format("{} perm+slice - {}", s.str(), b.str()), r, random_dtype(r),
-                              {x, plain(b)}, o));
+    out.push_back(elementwise("mixed", fmt::format("{} perm+slice - {}", s.str(), b.str()), r,
+                              random_dtype(r), {x, plain(b)}, o));
   }
 }
 
 // ---- reductions and composites
 
 void reduction_cases(std::vector<Case>& out, Rng& r, int count, double total) {
-  auto add = [&](std::string name, std::string op, dtype t, const Shape& s, std::vector<std::int64_t> ax,
-                 bool keep) {
+  auto add = [&](std::string name, std::string op, dtype t, const Shape& s,
+                 std::vector<std::int64_t> ax, bool keep) {
     Case c;
     c.family = "reduction";
     c.name = std::move(name);
@@ -436,7 +457,8 @@ void reduction_cases(std::vector<Case>& out, Rng& r, int count, double total) {
     out.push_back(c);
   };
   const auto n = std::int64_t(std::sqrt(total));
-  add("mean over (0, 2) of (B, M, N)", "mean", float32, random_shape(r, 3, total, 16), {0, 2}, false);
+  add("mean over (0, 2) of (B, M, N)", "mean", float32, random_shape(r, 3, total, 16), {0, 2},
+      false);
   add("var over axis 1 of (n, n)", "var", float32, {n, n}, {1}, false);
   add("sum over (0, 2, 3) of NCHW", "sum", float32, random_shape(r, 4, total, 8), {0, 2, 3}, false);
   add("max over the last axis, keepdims", "max", float32, {n, n}, {1}, true);
@@ -463,14 +485,16 @@ void reduction_cases(std::vector<Case>& out, Rng& r, int count, double total) {
 }
 
 void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
-  auto add = [&](std::string name, std::string op, dtype t, const Shape& s, std::vector<std::int64_t> ax) {
+  auto add = [&](std::string name, std::string op, dtype t, const Shape& s,
+                 std::vector<std::int64_t> ax) {
     Case c;
     c.family = "composite";
     c.name = std::move(name);
     c.op = std::move(op);
     c.type = t;
     c.inputs = {plain(s)};
-    if (c.op == "layer_norm") c.inputs.push_back(plain({s.back()})), c.inputs.push_back(plain({s.back()}));
+    if (c.op == "layer_norm")
+      c.inputs.push_back(plain({s.back()})), c.inputs.push_back(plain({s.back()}));
     c.axes = std::move(ax);
     c.keepdims = true;
     out.push_back(c);
@@ -484,7 +508,8 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
   add("log-softmax (16384, 4096) last axis", "log_softmax", float32, {rows, 4096}, {-1});
   add("standardize over (0, 2, 3) of NCHW", "standardize", float32,
       {std::max<std::int64_t>(2, std::int64_t(32 * scale)), 128, 56, 56}, {0, 2, 3});
-  const std::vector<std::string> ops{"softmax", "log_softmax", "layer_norm", "mean_var", "standardize"};
+  const std::vector<std::string> ops{"softmax", "log_softmax", "layer_norm", "mean_var",
+                                     "standardize"};
   for (int k = 0; k < count; ++k) {
     const std::string op = r.pick(ops);
     const dtype t = r.chance(0.75) ? float32 : float64;
@@ -539,12 +564,15 @@ double touched_bytes(const ndarray& v) {
 void run_elementwise(Case& c, Rng& r, std::uint64_t seed) {
   Arrays in = make_inputs(c, seed);
   ndarray ob(c.out->base, c.type);
-  generator()(std::uint64_t(seed + 777), std::int32_t(value_mode(c.type)), ob);  // poison: known values
+  generator()(std::uint64_t(seed + 777), std::int32_t(value_mode(c.type)),
+              ob);  // poison: known values
   ndarray o = c.out->make(ob);
   const bool sub = c.op == "sub";
   auto run = [&] {
-    if (sub) sub_kernel()(in.views[0], in.views[1], o);
-    else eval_into(expr(in.views[0]) * 1.5 + in.views[1], o);
+    if (sub)
+      sub_kernel()(in.views[0], in.views[1], o);
+    else
+      eval_into(expr(in.views[0]) * 1.5 + in.views[1], o);
   };
   run();
   const auto got = download_as_double(ob);
@@ -557,7 +585,8 @@ void run_elementwise(Case& c, Rng& r, std::uint64_t seed) {
   for (int s = 0; s < kSamples && n > 0; ++s) {
     const std::int64_t j = s == 0 ? 0 : s == 1 ? n - 1 : r.uniform(0, n - 1);
     const Shape idx = unravel(j, loop);
-    const double x = base_value(in, 0, xm.at(loop, idx), c.type), y = base_value(in, 1, ym.at(loop, idx), c.type);
+    const double x = base_value(in, 0, xm.at(loop, idx), c.type),
+                 y = base_value(in, 1, ym.at(loop, idx), c.type);
     const double want = sub ? x - y : x * 1.5 + y;
     const double g = got[std::size_t(om.at(loop, idx))];
     const double err = std::fabs(g - want) / std::max(1.0, std::fabs(x) * 1.5 + std::fabs(y));
@@ -572,7 +601,9 @@ void run_elementwise(Case& c, Rng& r, std::uint64_t seed) {
       for (int d = loop.size() - 1; d >= 0 && ++idx[d] == loop[d]; --d) idx[d] = 0;  // odometer
     }
     for (std::int64_t f = 0; f < ob.size(); ++f)
-      if (!inside[std::size_t(f)] && got[std::size_t(f)] != stored(sweep_value(std::uint64_t(f), seed + 777, value_mode(c.type)), c.type)) {
+      if (!inside[std::size_t(f)] &&
+          got[std::size_t(f)] !=
+              stored(sweep_value(std::uint64_t(f), seed + 777, value_mode(c.type)), c.type)) {
         ok = false;
         break;
       }
@@ -594,11 +625,16 @@ ndarray reduce(const std::string& op, const ndarray& x, const axes& ax, bool kee
 
 axes make_axes(const std::vector<std::int64_t>& a) {
   switch (a.size()) {
-    case 1: return axes(a[0]);
-    case 2: return axes{a[0], a[1]};
-    case 3: return axes{a[0], a[1], a[2]};
-    case 4: return axes{a[0], a[1], a[2], a[3]};
-    default: return axes();
+    case 1:
+      return axes(a[0]);
+    case 2:
+      return axes{a[0], a[1]};
+    case 3:
+      return axes{a[0], a[1], a[2]};
+    case 4:
+      return axes{a[0], a[1], a[2], a[3]};
+    default:
+      return axes();
   }
 }
 
@@ -612,14 +648,17 @@ Split split_axes(const Shape& shape, const std::vector<std::int64_t>& ax) {
   std::uint64_t mask = 0;
   for (auto a : ax) mask |= std::uint64_t(1) << (a < 0 ? a + shape.size() : a);
   for (int d = 0; d < shape.size(); ++d) {
-    if ((mask >> d) & 1) s.red.push_back(d), s.red_shape.push_back(shape[d]);
-    else s.kept.push_back(d), s.kept_shape.push_back(shape[d]);
+    if ((mask >> d) & 1)
+      s.red.push_back(d), s.red_shape.push_back(shape[d]);
+    else
+      s.kept.push_back(d), s.kept_shape.push_back(shape[d]);
   }
   return s;
 }
 
 // Host statistics of one output position: the reduced elements' values in C order.
-std::vector<double> reduced_values(const Case& c, const Arrays& in, const Split& sp, const Shape& kept_idx) {
+std::vector<double> reduced_values(const Case& c, const Arrays& in, const Split& sp,
+                                   const Shape& kept_idx) {
   const Shape& shape = c.inputs[0].base;
   const Shape cs = c_strides(shape, 1);
   std::int64_t base = 0;
@@ -649,7 +688,8 @@ double var_of(const std::vector<double>& v) {
 
 // Sampled kept positions (all when few), within a budget of host work.
 std::vector<std::int64_t> sample_rows(Rng& r, std::int64_t rows, std::int64_t per_row) {
-  const std::int64_t budget = std::max<std::int64_t>(1, std::int64_t(40e6) / std::max<std::int64_t>(per_row, 1));
+  const std::int64_t budget =
+      std::max<std::int64_t>(1, std::int64_t(40e6) / std::max<std::int64_t>(per_row, 1));
   const std::int64_t n = std::min<std::int64_t>({rows, 64, budget});
   std::vector<std::int64_t> out;
   if (n >= rows) {
@@ -727,11 +767,15 @@ std::vector<ndarray> composite(const Case& c, const std::vector<ndarray>& v) {
     return {f(v[0], v[1], v[2])};
   }
   if (c.op == "standardize") {
-    auto f = kiln::fuse([ax](auto x) { return (x - kiln::mean(x, ax, true)) / kiln::sqrt(kiln::var(x, ax, true) + 1e-5); });
+    auto f = kiln::fuse([ax](auto x) {
+      return (x - kiln::mean(x, ax, true)) / kiln::sqrt(kiln::var(x, ax, true) + 1e-5);
+    });
     return {f(v[0])};
   }
   if (c.op == "mean_var") {
-    auto f = kiln::fuse([ax](auto x) { return std::make_tuple(kiln::mean(x, ax, false), kiln::var(x, ax, false)); });
+    auto f = kiln::fuse([ax](auto x) {
+      return std::make_tuple(kiln::mean(x, ax, false), kiln::var(x, ax, false));
+    });
     auto [m, s] = f(v[0]);
     return {m, s};
   }
@@ -765,7 +809,8 @@ void run_composite(Case& c, Rng& r, std::uint64_t seed) {
     // Every element of the row (C order of the reduced axes) against the host.
     std::int64_t base = 0;
     for (std::size_t k = 0; k < sp.kept.size(); ++k) base += kept_idx[int(k)] * cs[sp.kept[k]];
-    for (std::int64_t q = 0; q < std::int64_t(v.size()); q += std::max<std::int64_t>(1, std::int64_t(v.size()) / 256)) {
+    for (std::int64_t q = 0; q < std::int64_t(v.size());
+         q += std::max<std::int64_t>(1, std::int64_t(v.size()) / 256)) {
       const Shape ri = unravel(q, sp.red_shape);
       std::int64_t f = base;
       for (std::size_t k = 0; k < sp.red.size(); ++k) f += ri[int(k)] * cs[sp.red[k]];
@@ -816,18 +861,21 @@ std::string json_string(std::string_view s) {
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
 std::string case_json(const Case& c) {
-  std::string s = fmt::format("{{\"family\": {}, \"name\": {}, \"op\": {}, \"dtype\": {}, \"inputs\": [",
-                              json_string(c.family), json_string(c.name), json_string(c.op),
-                              json_string(c.type.name()));
+  std::string s = fmt::format(
+      "{{\"family\": {}, \"name\": {}, \"op\": {}, \"dtype\": {}, \"inputs\": [",
+      json_string(c.family), json_string(c.name), json_string(c.op), json_string(c.type.name()));
   for (std::size_t k = 0; k < c.inputs.size(); ++k) s += (k ? ", " : "") + c.inputs[k].json();
   s += "], \"out\": " + (c.out ? c.out->json() : std::string("null"));
   s += ", \"axes\": [";
-  for (std::size_t k = 0; k < c.axes.size(); ++k) s += fmt::format("{}{}", k ? ", " : "", c.axes[k]);
-  s += fmt::format("], \"keepdims\": {}, \"bytes\": {}, \"ms\": {}, \"GBps\": {}, \"fraction\": {}, \"correct\": {}, "
-                   "\"max_error\": {}, \"fraction_touched\": {}",
-                   c.keepdims ? "true" : "false", json_number(c.bytes), json_number(c.ms),
-                   json_number(c.bytes / c.ms / 1e6), json_number(c.fraction), c.correct ? "true" : "false",
-                   json_number(c.max_error), json_number(c.fraction_touched));
+  for (std::size_t k = 0; k < c.axes.size(); ++k)
+    s += fmt::format("{}{}", k ? ", " : "", c.axes[k]);
+  s += fmt::format(
+      "], \"keepdims\": {}, \"bytes\": {}, \"ms\": {}, \"GBps\": {}, \"fraction\": {}, "
+      "\"correct\": {}, "
+      "\"max_error\": {}, \"fraction_touched\": {}",
+      c.keepdims ? "true" : "false", json_number(c.bytes), json_number(c.ms),
+      json_number(c.bytes / c.ms / 1e6), json_number(c.fraction), c.correct ? "true" : "false",
+      json_number(c.max_error), json_number(c.fraction_touched));
   if (!c.error.empty()) s += ", \"error\": " + json_string(c.error);
   return s + "}";
 }
@@ -837,7 +885,8 @@ double write_rate_gbps() {
   ndarray dst(Shape{(std::int64_t(2) << 30) / 4}, float32);
   const cudaStream_t s = current_stream_handle();
   const double ms = bench::median_device_ms([&] {
-    if (cudaMemsetAsync(dst.data(), 0x3f, dst.nbytes(), s) != cudaSuccess) throw std::runtime_error("cudaMemsetAsync failed");
+    if (cudaMemsetAsync(dst.data(), 0x3f, dst.nbytes(), s) != cudaSuccess)
+      throw std::runtime_error("cudaMemsetAsync failed");
   });
   return double(dst.nbytes()) / ms / 1e6;
 }
@@ -848,7 +897,8 @@ double copy_rate_gbps() {
   generator()(std::uint64_t(5), std::int32_t(0), src);
   const cudaStream_t s = current_stream_handle();
   const double ms = bench::median_device_ms([&] {
-    if (cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDeviceToDevice, s) != cudaSuccess)
+    if (cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDeviceToDevice, s) !=
+        cudaSuccess)
       throw std::runtime_error("cudaMemcpyAsync failed");
   });
   return 2.0 * double(src.nbytes()) / ms / 1e6;
@@ -861,8 +911,10 @@ int list_cases(const std::vector<Case>& cases) {
   for (const auto& c : cases) {
     auto meta = [&](const Shape& s) {
       const auto bytes = std::size_t(shape_size(s)) * c.type.itemsize();
-      auto buffer = std::make_shared<Buffer>(reinterpret_cast<void*>(std::uintptr_t(1) << 40), bytes, 0, [] {});
-      return ndarray(std::move(buffer), s, c_strides(s, std::int64_t(c.type.itemsize())), 0, c.type);
+      auto buffer = std::make_shared<Buffer>(reinterpret_cast<void*>(std::uintptr_t(1) << 40),
+                                             bytes, 0, [] {});
+      return ndarray(std::move(buffer), s, c_strides(s, std::int64_t(c.type.itemsize())), 0,
+                     c.type);
     };
     std::string problem;
     try {
@@ -871,7 +923,8 @@ int list_cases(const std::vector<Case>& cases) {
       if (c.out) {
         const Shape loop = c.out->make(meta(c.out->base)).shape();
         shapes.push_back(loop);
-        if (broadcast_shapes(std::span<const Shape>(shapes)) != loop) problem = "inputs do not broadcast to the output";
+        if (broadcast_shapes(std::span<const Shape>(shapes)) != loop)
+          problem = "inputs do not broadcast to the output";
       }
     } catch (const std::exception& e) {
       problem = e.what();
@@ -892,10 +945,12 @@ int compile_check(int arch) {
     gen.dtypes = {uint64, int32, t};
     gen.max_ndim = 1;
     gen.index64 = false;
-    for (const auto& req : generator().compile_requests(gen, arch)) n += !cache::nvrtc_compile(req).cubin.empty();
+    for (const auto& req : generator().compile_requests(gen, arch))
+      n += !cache::nvrtc_compile(req).cubin.empty();
     aot_target sub;
     sub.dtypes = {t, t};
-    for (const auto& req : sub_kernel().compile_requests(sub, arch)) n += !cache::nvrtc_compile(req).cubin.empty();
+    for (const auto& req : sub_kernel().compile_requests(sub, arch))
+      n += !cache::nvrtc_compile(req).cubin.empty();
   }
   std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d}\n", arch, n);
   return 0;
@@ -909,13 +964,20 @@ int main(int argc, char** argv) {
   std::string only;
   for (int k = 1; k < argc; ++k) {
     const std::string a = argv[k];
-    if (a == "--quick") quick = true;
-    else if (a == "--seed" && k + 1 < argc) seed = std::stoull(argv[++k]);
-    else if (a == "--family" && k + 1 < argc) only = argv[++k];
-    else if (a == "--compile-check") return compile_check(k + 1 < argc ? std::atoi(argv[k + 1]) : 90);
-    else if (a == "--list") list = true;
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--seed" && k + 1 < argc)
+      seed = std::stoull(argv[++k]);
+    else if (a == "--family" && k + 1 < argc)
+      only = argv[++k];
+    else if (a == "--compile-check")
+      return compile_check(k + 1 < argc ? std::atoi(argv[k + 1]) : 90);
+    else if (a == "--list")
+      list = true;
     else {
-      std::fprintf(stderr, "usage: layout_sweep [--quick] [--seed N] [--family NAME] [--list] | --compile-check [ARCH]\n");
+      std::fprintf(stderr,
+                   "usage: layout_sweep [--quick] [--seed N] [--family NAME] [--list] | "
+                   "--compile-check [ARCH]\n");
       return 2;
     }
   }
@@ -935,7 +997,8 @@ int main(int argc, char** argv) {
   try {
     if (device_count() == 0) throw NoDeviceError("no GPU");
   } catch (const std::exception& e) {
-    std::printf("{\"device\": null, \"error\": %s, \"cases\": []}\n", json_string(e.what()).c_str());
+    std::printf("{\"device\": null, \"error\": %s, \"cases\": []}\n",
+                json_string(e.what()).c_str());
     return 0;
   }
 
@@ -945,46 +1008,58 @@ int main(int argc, char** argv) {
   for (auto& c : cases) {
     case_seed += 7919;
     try {
-      if (c.family == "reduction") run_reduction(c, r, case_seed);
-      else if (c.family == "composite") run_composite(c, r, case_seed);
-      else run_elementwise(c, r, case_seed);
+      if (c.family == "reduction")
+        run_reduction(c, r, case_seed);
+      else if (c.family == "composite")
+        run_composite(c, r, case_seed);
+      else
+        run_elementwise(c, r, case_seed);
       c.fraction = c.bytes / c.ms / 1e6 / copy;
       c.fraction_touched = (c.touched > 0 ? c.touched : c.bytes) / c.ms / 1e6 / copy;
-      if (!c.correct) errors.push_back(fmt::format("{{\"case\": {}, \"error\": \"wrong results\"}}", json_string(c.name)));
+      if (!c.correct)
+        errors.push_back(
+            fmt::format("{{\"case\": {}, \"error\": \"wrong results\"}}", json_string(c.name)));
     } catch (const std::exception& e) {
       c.error = e.what();
-      errors.push_back(fmt::format("{{\"case\": {}, \"error\": {}}}", json_string(c.name), json_string(e.what())));
+      errors.push_back(fmt::format("{{\"case\": {}, \"error\": {}}}", json_string(c.name),
+                                   json_string(e.what())));
       try {
         synchronize_device();
       } catch (...) {
       }
     }
-    std::fprintf(stderr, "%-12s %-60s %-10s %8.3f ms  %.3f of copy%s\n", c.family.c_str(), c.name.c_str(),
-                 c.type.name().data(), c.ms, c.fraction, c.correct ? "" : "  WRONG");
+    std::fprintf(stderr, "%-12s %-60s %-10s %8.3f ms  %.3f of copy%s\n", c.family.c_str(),
+                 c.name.c_str(), c.type.name().data(), c.ms, c.fraction,
+                 c.correct ? "" : "  WRONG");
   }
 
   // Per family: min, median and the five worst fractions of the copy rate.
   std::string families;
-  for (const char* fam : {"broadcast", "permutation", "slicing", "mixed", "reduction", "composite"}) {
+  for (const char* fam :
+       {"broadcast", "permutation", "slicing", "mixed", "reduction", "composite"}) {
     std::vector<const Case*> fc;
     for (const auto& c : cases)
       if (c.family == fam && c.error.empty()) fc.push_back(&c);
     if (fc.empty()) continue;
-    std::sort(fc.begin(), fc.end(), [](const Case* a, const Case* b) { return a->fraction < b->fraction; });
-    const double median = fc.size() % 2 ? fc[fc.size() / 2]->fraction
-                                        : (fc[fc.size() / 2 - 1]->fraction + fc[fc.size() / 2]->fraction) / 2;
+    std::sort(fc.begin(), fc.end(),
+              [](const Case* a, const Case* b) { return a->fraction < b->fraction; });
+    const double median = fc.size() % 2
+                              ? fc[fc.size() / 2]->fraction
+                              : (fc[fc.size() / 2 - 1]->fraction + fc[fc.size() / 2]->fraction) / 2;
     std::string worst;
     for (std::size_t k = 0; k < std::min<std::size_t>(5, fc.size()); ++k)
       worst += fmt::format("{}{{\"name\": {}, \"dtype\": {}, \"fraction\": {}}}", k ? ", " : "",
-                           json_string(fc[k]->name), json_string(fc[k]->type.name()), json_number(fc[k]->fraction));
+                           json_string(fc[k]->name), json_string(fc[k]->type.name()),
+                           json_number(fc[k]->fraction));
     families += fmt::format("{}{}: {{\"count\": {}, \"min\": {}, \"median\": {}, \"worst\": [{}]}}",
                             families.empty() ? "" : ", ", json_string(fam), fc.size(),
                             json_number(fc.front()->fraction), json_number(median), worst);
   }
   std::string out = fmt::format(
-      "{{\"device\": {}, \"seed\": {}, \"quick\": {}, \"copy_GBps\": {}, \"write_GBps\": {}, \"cases\": [\n",
-      json_string(device_properties(current_device()).name), seed, quick ? "true" : "false", json_number(copy),
-      json_number(write));
+      "{{\"device\": {}, \"seed\": {}, \"quick\": {}, \"copy_GBps\": {}, \"write_GBps\": {}, "
+      "\"cases\": [\n",
+      json_string(device_properties(current_device()).name), seed, quick ? "true" : "false",
+      json_number(copy), json_number(write));
   for (std::size_t k = 0; k < cases.size(); ++k) out += (k ? ",\n" : "") + case_json(cases[k]);
   out += "],\n\"families\": {" + families + "},\n\"errors\": [";
   for (std::size_t k = 0; k < errors.size(); ++k) out += (k ? ", " : "") + errors[k];

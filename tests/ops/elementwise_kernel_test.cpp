@@ -1,5 +1,7 @@
 // ElementwiseKernel parts that need no GPU: construction checks, argument checks that come
 // before any device work, results, and ahead-of-time compiles for sm_90.
+#include <set>
+
 #include <catch2/catch.hpp>
 
 #include "call/kernel_call.hpp"
@@ -142,25 +144,36 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
 TEST_CASE("ahead of time, a definition and dtypes give every layout a call can ask for", "[ops]") {
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
   const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
-  // Contiguous widths 1, 2, 4, strided ndim 1..3 each with widths 1, 2, 4, and tiled ndim 2..3
-  // with x, y or both transposed, each with 32- and 64-bit indices.
-  CHECK(specs.size() == 2 * (3 + 3 * 3 + 2 * 3));
-  int contiguous4 = 0, strided3_64 = 0, strided2_w4 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0;
+  // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), and tiled
+  // ndim 2..3 with x, y or both transposed, each with 32- and 64-bit indices.
+  CHECK(specs.size() == 2 * (3 + 3 + 2 * 3));
+  int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0;
   for (const auto& s : specs) {
     contiguous4 += s.layout == codegen::Layout::contiguous && s.vector_width == 4;
     strided3_64 += s.layout == codegen::Layout::strided && s.ndim == 3 && s.index_bits == 64;
-    strided2_w4 += s.layout == codegen::Layout::strided && s.ndim == 2 && s.vector_width == 4 && s.unroll == 2;
+    strided2_w1 += s.layout == codegen::Layout::strided && s.ndim == 2 && s.vector_width == 1 && s.unroll == 4;
     const bool tiled = s.layout == codegen::Layout::tiled && s.ndim == 2 && !s.staged(2);
     tiled_x += tiled && s.staged(0) && !s.staged(1);
     tiled_both += tiled && s.staged(0) && s.staged(1);
     tiled3 += s.layout == codegen::Layout::tiled && s.ndim == 3;
   }
   CHECK(contiguous4 == 2);
-  CHECK(strided3_64 == 3);
-  CHECK(strided2_w4 == 2);
+  CHECK(strided3_64 == 1);
+  CHECK(strided2_w1 == 2);
   CHECK(tiled_x == 2);
   CHECK(tiled_both == 2);
   CHECK(tiled3 == 2 * 3);
+  // Strided widths are the planner's: float16 by 1, 4 and 8 (8 and 16 bytes), int8 by 1, 8, 16.
+  const ElementwiseKernel g("T x, T y", "T z", "z = x + y", "aot_generic");
+  auto strided_widths = [&](dtype t) {
+    std::set<int> w;
+    for (const auto& s : g.specs({.dtypes = {t, t}, .max_ndim = 2, .index64 = false}))
+      if (s.layout == codegen::Layout::strided && s.ndim == 2) w.insert(s.vector_width);
+    return w;
+  };
+  CHECK(strided_widths(float16) == std::set<int>{1, 4, 8});
+  CHECK(strided_widths(int8) == std::set<int>{1, 8, 16});
+  CHECK(strided_widths(float64) == std::set<int>{1});
   // A scalar input is never staged; max_ndim 1 prepares no tiled kernel.
   for (const auto& s : k.specs({.dtypes = {float32, float32}, .scalar_inputs = {1}}))
     CHECK(!s.staged(1));

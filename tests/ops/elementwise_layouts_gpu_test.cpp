@@ -3,15 +3,14 @@
 // any step, mixes of these; every dtype class, 0-d and empty loops, past 2^31 elements.
 // Results against a host reference that walks the same views of host copies; every output is
 // a view into a poisoned buffer, and the elements outside the view must keep the poison.
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <complex>
 #include <cstring>
 #include <functional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/engine/expression.hpp"
@@ -48,7 +47,9 @@ struct Base {
   std::vector<Store<T>> host;
   ndarray dev;
 
-  static Base random(const Shape& s) { return upload(random_host<T>(std::size_t(shape_size(s))), s); }
+  static Base random(const Shape& s) {
+    return upload(random_host<T>(std::size_t(shape_size(s))), s);
+  }
   static Base poisoned(const Shape& s) {
     std::vector<Store<T>> h(std::size_t(shape_size(s)));
     std::memset(static_cast<void*>(h.data()), 0x5A, h.size() * sizeof(Store<T>));
@@ -56,13 +57,17 @@ struct Base {
   }
   static Base upload(std::vector<Store<T>> h, const Shape& s) {
     Base b{std::move(h), {}};
-    if constexpr (std::is_same_v<T, bool>) b.dev = asarray(b.host, s).view(kiln::bool_);
-    else b.dev = asarray(b.host, s);
+    if constexpr (std::is_same_v<T, bool>)
+      b.dev = asarray(b.host, s).view(kiln::bool_);
+    else
+      b.dev = asarray(b.host, s);
     return b;
   }
   std::vector<Store<T>> download() const {
-    if constexpr (std::is_same_v<T, bool>) return dev.view(uint8).get<std::uint8_t>();
-    else return dev.get<T>();
+    if constexpr (std::is_same_v<T, bool>)
+      return dev.view(uint8).get<std::uint8_t>();
+    else
+      return dev.get<T>();
   }
 };
 
@@ -97,7 +102,8 @@ bool same_bytes(const T& a, const T& b) {
 // Runs `run()` (which writes `out`, a view of `out_base`) and checks the whole of out_base:
 // op(inputs at the same loop index) inside the view, the poison elsewhere.
 template <class T, class Op, class Run>
-void check_case(const std::string& what, const std::vector<std::pair<const Base<T>*, ndarray>>& inputs,
+void check_case(const std::string& what,
+                const std::vector<std::pair<const Base<T>*, ndarray>>& inputs,
                 const Base<T>& out_base, const ndarray& out, Op op, Run run) {
   INFO(what);
   const Shape loop = out.shape();
@@ -131,9 +137,12 @@ void check_case(const std::string& what, const std::vector<std::pair<const Base<
 // z = x - y on the host, as the device computes it for each dtype class.
 template <class T>
 Store<T> host_sub(Store<T> a, Store<T> b) {
-  if constexpr (std::is_same_v<T, bool>) return Store<T>(a != b);
-  else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>) return T(float(a) - float(b));
-  else return T(a - b);
+  if constexpr (std::is_same_v<T, bool>)
+    return Store<T>(a != b);
+  else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>)
+    return T(float(a) - float(b));
+  else
+    return T(a - b);
 }
 
 std::string shape_text(const ndarray& a) {
@@ -144,10 +153,12 @@ std::string shape_text(const ndarray& a) {
 // ElementwiseKernel call and as an expression.
 template <class T>
 void check_sub(const std::string& what, const Base<T>& xb, const ndarray& x, const Base<T>& yb,
-               const ndarray& y, const Shape& out_base_shape, const std::function<ndarray(const ndarray&)>& out_view) {
+               const ndarray& y, const Shape& out_base_shape,
+               const std::function<ndarray(const ndarray&)>& out_view) {
   static const ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub");
   auto op = [](const std::vector<Store<T>>& a, std::int64_t) { return host_sub<T>(a[0], a[1]); };
-  const std::string desc = fmt::format("{} {}: x {}, y {}", what, dtype_of<T>().name(), shape_text(x), shape_text(y));
+  const std::string desc =
+      fmt::format("{} {}: x {}, y {}", what, dtype_of<T>().name(), shape_text(x), shape_text(y));
   {
     const Base<T> ob = Base<T>::poisoned(out_base_shape);
     const ndarray out = out_view(ob.dev);
@@ -157,7 +168,8 @@ void check_sub(const std::string& what, const Base<T>& xb, const ndarray& x, con
   if constexpr (!std::is_same_v<T, bool>) {  // bool - bool is not a NumPy operator
     const Base<T> ob = Base<T>::poisoned(out_base_shape);
     ndarray out = out_view(ob.dev);
-    check_case<T>(desc + " expression", {{&xb, x}, {&yb, y}}, ob, out, op, [&] { eval_into(expr(x) - y, out); });
+    check_case<T>(desc + " expression", {{&xb, x}, {&yb, y}}, ob, out, op,
+                  [&] { eval_into(expr(x) - y, out); });
   }
 }
 
@@ -169,7 +181,8 @@ void check_families() {
   SECTION("broadcasts") {
     // Outer difference, row and column vectors, NCHW against a per-channel vector, size-1
     // axes anywhere, a 0-d operand.
-    const auto col = Base<T>::random({333, 1}), row = Base<T>::random({1, 260}), full = Base<T>::random({333, 260});
+    const auto col = Base<T>::random({333, 1}), row = Base<T>::random({1, 260}),
+               full = Base<T>::random({333, 260});
     check_sub<T>("outer", col, col.dev, row, row.dev, {333, 260}, whole);
     check_sub<T>("row", full, full.dev, row, row.dev.reshape({260}), {333, 260}, whole);
     check_sub<T>("column", col, col.dev, full, full.dev, {333, 260}, whole);
@@ -205,7 +218,8 @@ void check_families() {
     check_sub<T>("perm (0, 3, 2, 1)", c, ct, e, e.dev, ct.shape(), whole);
     // Both inputs transposed with the output: the loop follows the output.
     const auto u = Base<T>::random({90, 45}), v = Base<T>::random({90, 45});
-    check_sub<T>("all transposed", u, u.dev.T(), v, v.dev.T(), {90, 45}, [](const ndarray& o) { return o.T(); });
+    check_sub<T>("all transposed", u, u.dev.T(), v, v.dev.T(), {90, 45},
+                 [](const ndarray& o) { return o.T(); });
   }
   SECTION("slices") {
     const auto x = Base<T>::random({61, 131}), y = Base<T>::random({61, 131});
@@ -216,22 +230,26 @@ void check_families() {
     both("x[:, ::2]", x.dev(all, slice(0, std::nullopt, 2)), y.dev(all, slice(0, 66, 1)));
     both("x[::-1, ::-1]", x.dev(rev, rev), y.dev);
     both("x[:, ::-1] against y[:, ::-1]", x.dev(all, rev), y.dev(all, rev));
-    both("offset windows", x.dev(slice(3, 50, 1), slice(1, 121, 1)), y.dev(slice(0, 47, 1), slice(8, 128, 1)));
-    both("steps 3 and -2", x.dev(slice(0, std::nullopt, 3), slice(130, 0, -2)), y.dev(slice(1, 22, 1), slice(0, 65, 1)));
+    both("offset windows", x.dev(slice(3, 50, 1), slice(1, 121, 1)),
+         y.dev(slice(0, 47, 1), slice(8, 128, 1)));
+    both("steps 3 and -2", x.dev(slice(0, std::nullopt, 3), slice(130, 0, -2)),
+         y.dev(slice(1, 22, 1), slice(0, 65, 1)));
     // A sliced output: the elements between keep the poison.
-    check_sub<T>("out[:, ::2]", x, x.dev(all, slice(0, 66, 1)), y, y.dev(all, slice(0, 66, 1)), {61, 131},
-                 [](const ndarray& o) { return o(all, slice(0, std::nullopt, 2)); });
+    check_sub<T>("out[:, ::2]", x, x.dev(all, slice(0, 66, 1)), y, y.dev(all, slice(0, 66, 1)),
+                 {61, 131}, [](const ndarray& o) { return o(all, slice(0, std::nullopt, 2)); });
     check_sub<T>("out[::-1]", x, x.dev, y, y.dev, {61, 131},
                  [](const ndarray& o) { return o(slice(std::nullopt, std::nullopt, -1), all); });
   }
   SECTION("mixes") {
     // A permuted, sliced input against a broadcast one, into a sliced, permuted output.
     const auto x = Base<T>::random({40, 9, 70}), r = Base<T>::random({1, 35});
-    const ndarray xs = x.dev(slice(0, std::nullopt, 2), 3, slice(69, std::nullopt, -2)).T();  // (35, 20)
+    const ndarray xs =
+        x.dev(slice(0, std::nullopt, 2), 3, slice(69, std::nullopt, -2)).T();  // (35, 20)
     check_sub<T>("permuted slice minus a row", x, xs, r, r.dev.reshape({35, 1}), {20, 70},
                  [](const ndarray& o) { return o(all, slice(0, 35, 1)).T(); });
     const auto m = Base<T>::random({64, 48, 2}), col = Base<T>::random({48, 1});
-    check_sub<T>("transposed stepped against a column", m, m.dev(all, all, 1).T(), col, col.dev, {48, 64}, whole);
+    check_sub<T>("transposed stepped against a column", m, m.dev(all, all, 1).T(), col, col.dev,
+                 {48, 64}, whole);
   }
   SECTION("empty loops launch nothing") {
     const auto x = Base<T>::random({0, 5}), y = Base<T>::random({1, 5});
@@ -244,8 +262,8 @@ void check_families() {
 }  // namespace
 
 TEMPLATE_TEST_CASE("every layout family matches the host for every dtype class", "[ops][gpu]", bool,
-                   std::int8_t, std::uint16_t, std::int32_t, std::int64_t, std::uint64_t, half, bf16, float,
-                   double, std::complex<float>, std::complex<double>) {
+                   std::int8_t, std::uint16_t, std::int32_t, std::int64_t, std::uint64_t, half,
+                   bf16, float, double, std::complex<float>, std::complex<double>) {
   check_families<TestType>();
 }
 
@@ -258,15 +276,18 @@ TEST_CASE("the flat index i stays in C order of the loop on permuted and broadca
   for (const Shape& perm : perms) {
     const ndarray xt = x.dev.transpose(perm);
     const auto ob = Base<float>::poisoned(xt.shape());
-    check_case<float>("permuted input " + perm.str(), {{&x, xt}}, ob, ob.dev, op, [&] { k(xt, ob.dev); });
+    check_case<float>("permuted input " + perm.str(), {{&x, xt}}, ob, ob.dev, op,
+                      [&] { k(xt, ob.dev); });
     const auto pb = Base<float>::poisoned({37, 5, 41});
     const ndarray out = pb.dev.transpose(perm);
     const auto y = Base<float>::random(out.shape());
-    check_case<float>("permuted output " + perm.str(), {{&y, y.dev}}, pb, out, op, [&] { k(y.dev, out); });
+    check_case<float>("permuted output " + perm.str(), {{&y, y.dev}}, pb, out, op,
+                      [&] { k(y.dev, out); });
   }
   const auto col = Base<float>::random({300, 1});
   const auto ob = Base<float>::poisoned({300, 64});
-  check_case<float>("broadcast column", {{&col, col.dev}}, ob, ob.dev, op, [&] { k(col.dev, ob.dev); });
+  check_case<float>("broadcast column", {{&col, col.dev}}, ob, ob.dev, op,
+                    [&] { k(col.dev, ob.dev); });
 }
 
 TEST_CASE("reduce_dims off plans the uncollapsed loop on every family", "[ops][gpu]") {
@@ -275,7 +296,8 @@ TEST_CASE("reduce_dims off plans the uncollapsed loop on every family", "[ops][g
   const auto x = Base<float>::random({6, 1, 50, 40}), y = Base<float>::random({40, 1});
   const ndarray xt = x.dev.transpose({0, 1, 3, 2});  // (6, 1, 40, 50)
   const auto ob = Base<float>::poisoned({6, 1, 40, 50});
-  check_case<float>("permuted and broadcast", {{&x, xt}, {&y, y.dev}}, ob, ob.dev, op, [&] { k(xt, y.dev, ob.dev); });
+  check_case<float>("permuted and broadcast", {{&x, xt}, {&y, y.dev}}, ob, ob.dev, op,
+                    [&] { k(xt, y.dev, ob.dev); });
 }
 
 TEST_CASE("in place on a permuted view, with a broadcast operand", "[ops][gpu]") {
@@ -286,8 +308,9 @@ TEST_CASE("in place on a permuted view, with a broadcast operand", "[ops][gpu]")
   auto op = [](const std::vector<float>& a, std::int64_t) { return a[0] * 2 - a[1]; };
   // The output is x itself; its "poison" is x's own host copy.
   check_case<float>("x.transpose(2, 0, 1) = x.transpose(2, 0, 1) * 2 - b[:, None, None]",
-                    {{&x, xt}, {&b, b.dev.reshape({20, 1, 1})}}, x, xt, op,
-                    [&] { eval_into(expr(xt) * 2.0f - b.dev.reshape({20, 1, 1}), xt); });
+                    {{&x, xt}, {&b, b.dev.reshape({20, 1, 1})}}, x, xt, op, [&] {
+                      eval_into(expr(xt) * 2.0f - b.dev.reshape({20, 1, 1}), xt);
+                    });
 }
 
 TEST_CASE("broadcast and tiled loops past 2^31 elements index with 64 bits", "[ops][gpu]") {
@@ -295,7 +318,8 @@ TEST_CASE("broadcast and tiled loops past 2^31 elements index with 64 bits", "[o
   // An outer difference of 65539 x 32771 int8 (2.1e9 elements): the strided loop.
   {
     const std::int64_t r = 65539, c = 32771;
-    auto hx = random_host<std::int8_t>(std::size_t(r)), hy = random_host<std::int8_t>(std::size_t(c));
+    auto hx = random_host<std::int8_t>(std::size_t(r)),
+         hy = random_host<std::int8_t>(std::size_t(c));
     const ndarray x = asarray(hx, Shape{r, 1}), y = asarray(hy, Shape{1, c});
     ndarray z(Shape{r, c}, int8);
     z.fill(std::int8_t(0x5A));
@@ -310,7 +334,8 @@ TEST_CASE("broadcast and tiled loops past 2^31 elements index with 64 bits", "[o
   // A transposed operand over 2^31 + 65 x 65535... elements: the tiled loop.
   {
     const std::int64_t r = 32771, c = 65541;
-    ElementwiseKernel gen("", "int8 z", "z = (signed char)((i >> 20) ^ (i * 7))", "layouts_gen_big");
+    ElementwiseKernel gen("", "int8 z", "z = (signed char)((i >> 20) ^ (i * 7))",
+                          "layouts_gen_big");
     ndarray x(Shape{c, r}, int8);
     gen(x);
     const ndarray y = asarray(random_host<std::int8_t>(std::size_t(c)), Shape{c});
@@ -323,7 +348,8 @@ TEST_CASE("broadcast and tiled loops past 2^31 elements index with 64 bits", "[o
     for (std::int64_t i = 0; i < r; ++i)
       for (std::int64_t j = 0; j < c; ++j) {
         const std::int64_t xi = j * r + i;  // x[j, i]
-        bad += got[std::size_t(i * c + j)] != std::int8_t(std::int8_t((xi >> 20) ^ (xi * 7)) - hy[std::size_t(j)]);
+        bad += got[std::size_t(i * c + j)] !=
+               std::int8_t(std::int8_t((xi >> 20) ^ (xi * 7)) - hy[std::size_t(j)]);
       }
     CHECK(bad == 0);
   }

@@ -111,10 +111,10 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   Precompiled p;
   INFO(p.run.output);
   REQUIRE(p.run.status == 0);
-  // my_kernel: 3 contiguous widths + 2 strided ndims x 3 widths + 3 tiled (x, y, both
-  // transposed) (32-bit only); scale: 2 exact; source: 1.
-  REQUIRE(p.reqs.size() == 2 * (12 + 2 + 1));
-  CHECK_THAT(p.run.output, Contains("30 compiled, 0 already cached, 0 failed"));
+  // my_kernel: 3 contiguous widths + 2 strided ndims (float32: one width) + 3 tiled (x, y,
+  // both transposed) (32-bit only); scale: 2 exact; source: 1.
+  REQUIRE(p.reqs.size() == 2 * (8 + 2 + 1));
+  CHECK_THAT(p.run.output, Contains("22 compiled, 0 already cached, 0 failed"));
   const kiln::cache::DiskCache disk(p.dir);
   for (const auto& r : p.reqs) CHECK(disk.load(kiln::cache::cache_key(r)).has_value());
   CHECK(valid_entries(p.dir) == p.reqs.size());
@@ -122,7 +122,7 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   // A second run finds them all.
   auto again = run_cli("precompile " + q(p.manifest) + " --arch 80,90 --cache-dir " + q(p.dir));
   CHECK(again.status == 0);
-  CHECK_THAT(again.output, Contains("0 compiled, 30 already cached, 0 failed"));
+  CHECK_THAT(again.output, Contains("0 compiled, 22 already cached, 0 failed"));
 
   // The library, with compiling forbidden, finds my_kernel's contiguous sm_90 variant.
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", p.dir.string());
@@ -142,7 +142,7 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
   auto list = run_cli("list --json --cache-dir " + q(p.dir));
   REQUIRE(list.status == 0);
   const auto j = nlohmann::json::parse(list.output);
-  REQUIRE(j.size() == 30);
+  REQUIRE(j.size() == 22);
   std::map<int, int> per_arch;
   std::map<std::string, int> per_name;
   for (const auto& e : j) {
@@ -150,22 +150,22 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
     per_arch[e["arch"].get<int>()]++;
     per_name[e["name"].get<std::string>()]++;
   }
-  CHECK(per_arch == std::map<int, int>{{80, 15}, {90, 15}});
-  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 24}, {"scale", 4}, {"exact", 2}});
+  CHECK(per_arch == std::map<int, int>{{80, 11}, {90, 11}});
+  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 16}, {"scale", 4}, {"exact", 2}});
 
   auto text = run_cli("list --cache-dir " + q(p.dir));
   CHECK(text.status == 0);
-  CHECK(lines(text.output) == 31);
+  CHECK(lines(text.output) == 23);
   CHECK_THAT(text.output, Contains("elementwise") && Contains("sm_80") && Contains("my_kernel"));
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
   REQUIRE(stats.status == 0);
   const auto s = nlohmann::json::parse(stats.output);
-  CHECK(s["entries"] == 30);
-  CHECK(s["by_arch"]["sm_80"]["entries"] == 15);
-  CHECK(s["by_kind"]["elementwise"]["entries"] == 28);
+  CHECK(s["entries"] == 22);
+  CHECK(s["by_arch"]["sm_80"]["entries"] == 11);
+  CHECK(s["by_kind"]["elementwise"]["entries"] == 20);
   CHECK(s["by_kind"]["raw"]["entries"] == 2);  // the source entry's made_by
-  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 30"));
+  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 22"));
 
   const std::string key = j[0]["key"];
   auto show = run_cli("show " + key.substr(0, 10) + " --cache-dir " + q(p.dir));
@@ -468,7 +468,7 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
         std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
   CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() ==
-        2 * (3 + 4 * 3 + 3 * 3));  // every layout variant (tiled: x, y or both transposed)
+        2 * (3 + 4 + 3 * 3));  // every layout variant (float32 strided: one width; tiled: x, y or both transposed)
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);

@@ -84,6 +84,15 @@ constexpr std::uint8_t default_unroll(Layout layout, int vector_width) {
   return layout == Layout::strided && vector_width <= 2 ? 4 : 2;
 }
 
+/// Whether a strided loop over arrays whose widest element has `widest` bytes takes vectors of
+/// `vector_width` elements: 1 always; vectors only for 1- and 2-byte dtypes, 8 to 16 bytes
+/// (4- and 8-byte dtypes ran faster one element at a time on an H200). The planner picks among
+/// these, and ahead-of-time specs enumerate exactly these.
+constexpr bool strided_width_planned(int vector_width, int widest) {
+  const int bytes = vector_width * widest;
+  return vector_width == 1 || (widest < 4 && bytes >= 8 && bytes <= 16);
+}
+
 static_assert(sizeof(OperandSpec) == 5);
 static_assert(offsetof(ElementwiseSpec, params) == 8);
 

@@ -165,7 +165,8 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
     }
     for (int nd = 1; nd <= t.max_ndim; ++nd)
       for (int w = 1; w <= max_width; w *= 2)
-        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::strided, .ndim = nd, .index_bits = bits,
+        if (codegen::strided_width_planned(w, int(widest_array_item(probe))))
+          out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::strided, .ndim = nd, .index_bits = bits,
                                                         .vector_width = w, .raw_ndim = t.raw_ndim})));
     for (int nd = 2; nd <= t.max_ndim; ++nd)
       for (std::uint64_t staged : tiled_patterns(probe, nin()))

@@ -89,8 +89,8 @@ int strided_vector_width(const KernelCall& c, const Operands& ops, const Element
   for (int j = 0; j < plan.noperands; ++j)
     if (plan.spec.kind(ops[std::size_t(j)]) == OperandKind::array)
       widest = std::max(widest, std::int64_t(c.arrays[ops[std::size_t(j)]]->itemsize()));
-  if (widest == 0 || widest >= 4) return 1;
-  for (int w = int(16 / widest); w * widest >= 8; w /= 2) {
+  if (widest == 0) return 1;
+  for (int w = int(16 / widest); w > 1 && codegen::strided_width_planned(w, int(widest)); w /= 2) {
     if (plan.shape[last] % w != 0) continue;
     bool any = false, aligned = true;
     for (int j = 0; j < plan.noperands && aligned; ++j) {
