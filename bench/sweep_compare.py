@@ -159,6 +159,9 @@ def torch_case(case):
     if case["out"]:
         z = torch_view(torch.empty(case["out"]["base"], dtype=getattr(torch, case["dtype"]), device="cuda"),
                        case["out"])
+        # PyTorch resizes an out= tensor to the inputs' broadcast shape (a broadcast case whose
+        # output has a leading axis no input has would compute less): expand them to it.
+        xs = [v.expand(z.shape) for v in xs]
         if op == "sub":
             return lambda: torch.sub(xs[0], xs[1], out=z)
         return lambda: torch.add(xs[1], xs[0], alpha=1.5, out=z)
