@@ -1,5 +1,6 @@
 // ElementwiseKernel parts that need no GPU: construction checks, argument checks that come
 // before any device work, results, and ahead-of-time compiles for sm_90.
+#include <algorithm>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -255,6 +256,54 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
                 cc = meta({64, 64}, complex128), cz = meta({64, 64}, complex128);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc, cz}).layout == Layout::tiled);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc.T(), cz}).layout == Layout::strided);
+}
+
+TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtypes", "[ops]") {
+  // kiln-cache precompiles specs(); a call whose plan is not among them would compile at run
+  // time on a deployment that forbids it.
+  const ElementwiseKernel k("T x, T y", "T z", "z = x + y", "plan_in_aot");
+  const slice rev(std::nullopt, std::nullopt, -1);
+  for (dtype t : {float32, float16, int8, float64, complex128}) {
+    INFO(t.name());
+    const auto aot = k.specs({.dtypes = {t, t}, .max_ndim = 4});
+    // The fields the generated code depends on (ahead-of-time specs carry the target's raw_ndim
+    // on every parameter, which a non-raw array's code never reads).
+    auto listed = [&](const codegen::ElementwiseSpec& p) {
+      return std::any_of(aot.begin(), aot.end(), [&](const codegen::ElementwiseSpec& s) {
+        bool same = s.layout == p.layout && s.ndim == p.ndim && s.index_bits == p.index_bits &&
+                    s.vector_width == p.vector_width && s.unroll == p.unroll && s.nparams == p.nparams;
+        for (int q = 0; q < p.nparams && same; ++q)
+          same = s.param_dtype(q) == p.param_dtype(q) && s.kind(q) == p.kind(q) && s.staged(q) == p.staged(q);
+        return same;
+      });
+    };
+    const ndarray col = meta({512, 1}, t), row = meta({1, 512}, t), sq = meta({512, 512}, t);
+    const ndarray x4 = meta({8, 64, 28, 28}, t), c4 = meta({1, 64, 1, 1}, t);
+    const ndarray wide = meta({512, 1024}, t), odd = meta({300, 6}, t), odd_col = meta({300, 1}, t);
+    const ndarray cube = meta({16, 32, 64}, t), cube_t = meta({64, 16, 32}, t);
+    const ndarray p4 = meta({4, 8, 16, 32}, t), p4z = meta({32, 16, 8, 4}, t);
+    const std::vector<std::vector<ndarray>> calls = {
+        {col, row, sq},                                                    // outer
+        {sq, meta({512}, t), sq},                                          // row vector
+        {x4, c4, x4},                                                      // per channel
+        {odd_col, meta({6}, t), odd},                                      // short last axis
+        {wide(all, slice(0, std::nullopt, 2)), sq, sq},                    // stepped
+        {wide(all, slice(8, 520, 1)), sq, sq},                             // aligned window
+        {wide(all, slice(1, 513, 1)), sq, sq},                             // misaligned window
+        {sq(rev, rev), sq, sq},                                            // reversed
+        {sq.T(), sq, sq},                                                  // 2-D transpose
+        {sq, sq, sq.T()},                                                  // transposed output
+        {cube.transpose({2, 0, 1}), cube_t, cube_t},                       // 3-D permutation
+        {p4.transpose({3, 2, 1, 0}), p4z, p4z},                            // 4-D reversal of axes
+        {cube.transpose({1, 0, 2}), meta({32, 16, 64}, t), meta({32, 16, 64}, t)},  // leading axes
+    };
+    for (std::size_t j = 0; j < calls.size(); ++j) {
+      INFO("call " << j);
+      const auto plan = plan_of(k, {calls[j][0], calls[j][1], calls[j][2]});
+      CHECK(plan.layout != codegen::Layout::contiguous);
+      CHECK(listed(plan));
+    }
+  }
 }
 
 TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slices", "[ops]") {
