@@ -5,6 +5,16 @@
 namespace kiln::codegen {
 namespace {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t pow2_floor(std::int64_t v) {
+  std::int64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+std::int64_t pow2_ceil(std::int64_t v) {
+  std::int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
 }  // namespace
 
 LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size, int block,
@@ -38,16 +48,25 @@ LaunchGeometry tiled_geometry(std::int64_t rows, std::int64_t cols) {
 ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int64_t n, int block,
                                      int sm_count) {
   ReductionGeometry g;
-  g.block = block ? block : kDefaultBlock;
+  g.block = g.block_x = block ? block : kDefaultBlock;
   constexpr std::int64_t kMaxGrid = 0x7fffffff;
   // Two waves of full-occupancy blocks keep enough loads in flight to reach copy bandwidth.
   const std::int64_t target = std::int64_t(std::max(sm_count, 1)) * std::max(1, 2048 / g.block) * 2;
   s.split = 0;
   if (s.strategy == ReductionStrategy::outer) {
-    const std::int64_t tiles = ceil_div(m, g.block);
-    // Each part keeps at least 32 rows per thread so partials stay small beside the input.
+    const std::int64_t threads = pow2_floor(std::min(g.block, kOuterMaxBlock));
+    const std::int64_t groups = std::max<std::int64_t>(1, ceil_div(m, s.vector_width));
+    const std::int64_t narrowest = std::min<std::int64_t>(32, pow2_ceil(groups));
+    const std::int64_t by = std::clamp<std::int64_t>(pow2_floor(std::max<std::int64_t>(1, n / 16)), 1,
+                                                     threads / narrowest);
+    const std::int64_t bx = threads / by;
+    const std::int64_t tiles = ceil_div(groups, bx);
+    // Each part keeps at least 8 reduced elements per thread so partials stay small.
     const std::int64_t parts = std::clamp<std::int64_t>(ceil_div(target, tiles), 1,
-                                                        std::clamp<std::int64_t>(ceil_div(n, 32), 1, 65535));
+                                                        std::clamp<std::int64_t>(ceil_div(n, by * 8), 1, 65535));
+    g.block = int(threads);
+    g.block_x = int(bx);
+    g.block_y = int(by);
     g.grid_x = std::uint32_t(std::min(tiles, kMaxGrid));
     g.parts = g.grid_y = std::uint32_t(parts);
     if (parts > 1) {
@@ -57,11 +76,16 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
     }
     return g;
   }
-  const std::int64_t per_pass = std::int64_t(g.block) * s.vector_width * 4;
-  // A warp per row when rows are short: a block would leave most of its threads idle.
-  if (m > 1 && n <= 32 * s.vector_width * 16) {
+  const int vw = s.red_contiguous ? s.vector_width : 1;
+  const std::int64_t per_pass = std::int64_t(g.block) * vw * 4;
+  // A group of lanes per row when rows are short (a block would leave most threads idle): as
+  // many lanes as give each about one round of unrolled loads, rows filling the block.
+  if (m > 1 && n <= 32 * std::int64_t(vw) * 16) {
     s.strategy = ReductionStrategy::inner_warp;
-    g.grid_x = std::uint32_t(std::clamp<std::int64_t>(ceil_div(m, g.block / 32), 1, kMaxGrid));
+    const std::int64_t lanes = std::clamp<std::int64_t>(pow2_ceil(ceil_div(ceil_div(n, vw), 4)), 1, 32);
+    g.block_x = int(lanes);
+    g.block_y = g.block / int(lanes);
+    g.grid_x = std::uint32_t(std::clamp<std::int64_t>(ceil_div(m, g.block_y), 1, kMaxGrid));
     return g;
   }
   s.strategy = ReductionStrategy::inner_block;

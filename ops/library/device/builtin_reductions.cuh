@@ -30,6 +30,45 @@ __device__ __forceinline__ kiln_welford kiln_welford_merge(const kiln_welford& k
   const kiln_R kiln_n = kiln_a.n + kiln_b.n, kiln_d = kiln_b.mean - kiln_a.mean, kiln_f = kiln_b.n / kiln_n;
   return kiln_welford{kiln_n, kiln_a.mean + kiln_d * kiln_f, kiln_a.m2 + kiln_b.m2 + kiln_d * kiln_d * kiln_a.n * kiln_f};
 }
+// One-pass moments (var, std, var_mean, std_mean). Each thread sums its elements shifted by
+// the first one it saw (k): s1 = sum(x - k), s2 = sum((x - k)^2), so an element costs a
+// subtract, an add and a multiply-add, no division; states of several elements merge with
+// Chan's formula, as (mean, squared deviations) shifted by the new mean. The shift keeps the
+// sums small beside the data's offset, so the result is as accurate as the two-pass formula.
+// Templates over the state, so a complex kernel sharing this section never instantiates them.
+struct kiln_moments { kiln_R k, s1, s2; long long n; };
+template <class kiln_S>
+__device__ __forceinline__ kiln_S kiln_moments_merge(const kiln_S& kiln_a, const kiln_S& kiln_b) {
+  typedef decltype(kiln_a.k) kiln_F;
+  if (kiln_b.n == 1) {  // one element (the map's): a shifted add
+    if (kiln_a.n == 0) return kiln_b;
+    const kiln_F kiln_d = kiln_b.k - kiln_a.k;
+    return kiln_S{kiln_a.k, kiln_a.s1 + kiln_d, kiln_a.s2 + kiln_d * kiln_d, kiln_a.n + 1};
+  }
+  if (kiln_a.n == 0) return kiln_b;
+  if (kiln_b.n == 0) return kiln_a;
+  const kiln_F kiln_na = kiln_F(kiln_a.n), kiln_nb = kiln_F(kiln_b.n), kiln_f = kiln_nb / (kiln_na + kiln_nb);
+  const kiln_F kiln_ma = kiln_a.k + kiln_a.s1 / kiln_na, kiln_mb = kiln_b.k + kiln_b.s1 / kiln_nb;
+  const kiln_F kiln_qa = kiln_a.s2 - kiln_a.s1 * (kiln_a.s1 / kiln_na);
+  const kiln_F kiln_qb = kiln_b.s2 - kiln_b.s1 * (kiln_b.s1 / kiln_nb);
+  const kiln_F kiln_d = kiln_mb - kiln_ma;
+  return kiln_S{kiln_ma + kiln_d * kiln_f, kiln_F(0), kiln_qa + kiln_qb + kiln_d * kiln_d * kiln_na * kiln_f,
+                kiln_a.n + kiln_b.n};
+}
+template <class kiln_S>
+__device__ __forceinline__ auto kiln_moments_mean(const kiln_S& kiln_a) {
+  return kiln_a.k + kiln_a.s1 / decltype(kiln_a.k)(kiln_a.n);
+}
+// Squared deviations over n - ddof (NumPy's max(n - ddof, 0)). (k - k) is NaN when the shift
+// is inf or NaN: one such element gives NaN, as NumPy's (x - mean)**2 does.
+template <class kiln_S>
+__device__ __forceinline__ auto kiln_moments_var(const kiln_S& kiln_a, long long kiln_ddof) {
+  typedef decltype(kiln_a.k) kiln_F;
+  kiln_F kiln_q = kiln_a.s2 - kiln_a.s1 * (kiln_a.s1 / kiln_F(kiln_a.n)) + (kiln_a.k - kiln_a.k);
+  if (kiln_q < kiln_F(0)) kiln_q = kiln_F(0);  // rounding; keeps NaN
+  const kiln_F kiln_c = kiln_F(kiln_a.n) - kiln_F(kiln_ddof);
+  return kiln_q / (kiln_c > kiln_F(0) ? kiln_c : kiln_F(0));
+}
 
 // kiln-section norms
 // |x| and |x|^2 for every type; 16-bit floats go through float.
