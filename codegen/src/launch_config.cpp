@@ -78,19 +78,32 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
   }
   const int vw = s.red_contiguous ? s.vector_width : 1;
   const std::int64_t per_pass = std::int64_t(g.block) * vw * 4;
-  // A group of lanes per row when rows are short (a block would leave most threads idle): as
-  // many lanes as give each about one round of unrolled loads, rows filling the block.
-  if (m > 1 && n <= 32 * std::int64_t(vw) * 16) {
+  // Lanes per row: enough that each runs about 32 vectors (so the row's combine, which may
+  // cost a division per level for moments, is small beside its loads), doubled while the rows
+  // would leave the GPU's threads idle. Up to 32 lanes: a group per row, rows filling the
+  // block; more: a block of that many threads per row (or the block_size asked for).
+  const std::int64_t wave = std::int64_t(std::max(sm_count, 1)) * 2048;
+  std::int64_t lanes = std::clamp<std::int64_t>(pow2_ceil(ceil_div(ceil_div(n, vw), 32)), 1, g.block);
+  while (m * lanes < wave && lanes < g.block) lanes *= 2;
+  if (m > 1 && lanes <= 32 && !block) {
     s.strategy = ReductionStrategy::inner_warp;
-    const std::int64_t lanes = std::clamp<std::int64_t>(pow2_ceil(ceil_div(ceil_div(n, vw), 4)), 1, 32);
     g.block_x = int(lanes);
     g.block_y = g.block / int(lanes);
     g.grid_x = std::uint32_t(std::clamp<std::int64_t>(ceil_div(m, g.block_y), 1, kMaxGrid));
     return g;
   }
+  if (m > 1 && n <= 32 * std::int64_t(vw) * 16 && block) {  // a block size was asked for: short rows as before
+    s.strategy = ReductionStrategy::inner_warp;
+    g.block_x = 32;
+    g.block_y = g.block / 32;
+    g.grid_x = std::uint32_t(std::clamp<std::int64_t>(ceil_div(m, g.block_y), 1, kMaxGrid));
+    return g;
+  }
+  if (!block && m >= target) g.block = g.block_x = int(std::max<std::int64_t>(lanes, 64));
   s.strategy = ReductionStrategy::inner_block;
+  // Whole waves: rounding the parts down keeps the last wave from running a sliver of blocks.
   const std::int64_t parts =
-      m >= target ? 1 : std::clamp<std::int64_t>(ceil_div(target, m), 1, std::max<std::int64_t>(1, ceil_div(n, per_pass)));
+      m >= target ? 1 : std::clamp<std::int64_t>(target / m, 1, std::max<std::int64_t>(1, ceil_div(n, per_pass)));
   if (parts > 1) {
     s.split = 1;
     g.parts = std::uint32_t(parts);

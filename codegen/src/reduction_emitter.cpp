@@ -390,27 +390,36 @@ struct Emit {
     w.line("#pragma unroll");
     w.line("  for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_a[kiln_k] = kiln_init();", vw);
     w.line("  if (kiln_live && kiln_jb + threadIdx.y < kiln_je) {{");
-    walker_setup("    ", "kiln_jb + threadIdx.y", "blockDim.y", 1);
-    w.line("#pragma unroll 4");
-    w.line("    for (kiln_uidx kiln_j = kiln_jb + threadIdx.y; kiln_j < kiln_je; kiln_j += blockDim.y) {{");
-    run_offsets("      ");
-    const std::string o = runs() ? "kiln_o" : "kiln_j";
-    array_inputs([&](int k, const Param& p) {
-      const std::string at = fmt::format("kiln_p_{}.kiln_p + kiln_oo_{}{} + kiln_idx({}) * kiln_p_{}.kiln_s[{}]", p.name,
-                                         p.name, runs() ? " + kiln_ro_" + p.name : std::string(), o, p.name, last());
-      w.line("      {} kiln_v_{}[{}];", ctype(k), p.name, vw);
-      if (vw > 1) w.line("      kiln_load<{}>(kiln_v_{}, reinterpret_cast<const {}*>({}));", vw, p.name, ctype(k), at);
-      else w.line("      kiln_v_{}[0] = *reinterpret_cast<const {}*>({});", p.name, ctype(k), at);
-    });
-    w.line("#pragma unroll");
-    w.line("      for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
-    w.line("        {}", map_call("kiln_a[kiln_k]", "kiln_col + kiln_k", "kiln_j", [](int, const Param& p) {
-             return fmt::format("kiln_v_{}[kiln_k]", p.name);
-           }));
-    walker_advance("      ");
-    w.line("    }}");
-    w.line("  }}");
-    w.line("  kiln_outer_combine(kiln_a);");
+  walker_setup("    ", "kiln_jb + threadIdx.y", "blockDim.y", 1);
+  // kUnroll rows loaded first, then reduced: the loads stay in flight together whatever
+  // branches the reduction takes.
+  w.line("    for (kiln_uidx kiln_j = kiln_jb + threadIdx.y; kiln_j < kiln_je; kiln_j += {} * blockDim.y) {{", kUnroll);
+  array_inputs([&](int k, const Param& p) { w.line("      {} kiln_v_{}[{}][{}];", ctype(k), p.name, kUnroll, vw); });
+  w.line("#pragma unroll");
+  w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", kUnroll);
+  w.line("        if (kiln_j + kiln_u * blockDim.y < kiln_je) {{");
+  run_offsets("          ");
+  const std::string o = runs() ? "kiln_o" : "(kiln_j + kiln_u * blockDim.y)";
+  array_inputs([&](int k, const Param& p) {
+    const std::string at = fmt::format("kiln_p_{}.kiln_p + kiln_oo_{}{} + kiln_idx({}) * kiln_p_{}.kiln_s[{}]", p.name,
+                                       p.name, runs() ? " + kiln_ro_" + p.name : std::string(), o, p.name, last());
+    if (vw > 1) w.line("          kiln_load<{}>(kiln_v_{}[kiln_u], reinterpret_cast<const {}*>({}));", vw, p.name, ctype(k), at);
+    else w.line("          kiln_v_{}[kiln_u][0] = *reinterpret_cast<const {}*>({});", p.name, ctype(k), at);
+  });
+  w.line("        }}");
+  walker_advance("        ");
+  w.line("      }}");
+  w.line("#pragma unroll");
+  w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", kUnroll);
+  w.line("        if (kiln_j + kiln_u * blockDim.y < kiln_je)");
+  w.line("#pragma unroll");
+  w.line("          for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
+  w.line("            {}", map_call("kiln_a[kiln_k]", "kiln_col + kiln_k", "kiln_j + kiln_u * blockDim.y", [](int, const Param& p) {
+           return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
+         }));
+  w.line("    }}");
+  w.line("  }}");
+  w.line("  kiln_outer_combine(kiln_a);");
     if (!s.split) {
       w.line("  if (kiln_live && threadIdx.y == 0) {{");
       w.line("#pragma unroll");

@@ -1,20 +1,21 @@
 #include "kiln/codegen/reduction_parts.hpp"
 
 #include <iterator>
+#include <vector>
 
 #include <fmt/format.h>
 
 namespace kiln::codegen {
 
-std::string reduction_part_text(const ReductionPart& p, int index) {
+namespace {
+
+// Part `index`'s functions, in a namespace that sees its helpers' namespace.
+std::string part_functions(const ReductionPart& p, int index, int helpers) {
   const ReductionCode& c = p.code;
   const bool identity = !c.identity.empty();
   std::string s;
   auto out = std::back_inserter(s);
-  fmt::format_to(out, "namespace kiln_r{} {{\n", index);
-  fmt::format_to(out, "typedef {} T;\ntypedef {} U;\n", p.in.device_type(), p.out.device_type());
-  s += c.preamble;
-  if (!c.preamble.empty() && c.preamble.back() != '\n') s += '\n';
+  fmt::format_to(out, "namespace kiln_r{} {{\nusing namespace kiln_h{};\n", index, helpers);
   fmt::format_to(out, "typedef {} _type_reduce;\n", c.reduce_type.empty() ? "U" : c.reduce_type);
   s += "struct __align__(8) acc { _type_reduce v; bool has; };\n";
   fmt::format_to(out,
@@ -48,11 +49,35 @@ std::string reduction_part_text(const ReductionPart& p, int index) {
   return s;
 }
 
+}  // namespace
+
+std::string reduction_parts_text(std::span<const ReductionPart> parts) {
+  // Parts of the same element and result dtypes and helpers share one namespace of helpers:
+  // NVRTC parses a built-in's device helpers once per kernel, not once per reduction.
+  std::vector<int> helper_of(parts.size(), -1);
+  std::string s;
+  int nhelpers = 0;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    for (std::size_t j = 0; j < k; ++j)
+      if (parts[j].in == parts[k].in && parts[j].out == parts[k].out && parts[j].code.preamble == parts[k].code.preamble)
+        helper_of[k] = helper_of[j];
+    if (helper_of[k] >= 0) continue;
+    helper_of[k] = nhelpers++;
+    fmt::format_to(std::back_inserter(s), "namespace kiln_h{} {{\ntypedef {} T;\ntypedef {} U;\n", helper_of[k],
+                   parts[k].in.device_type(), parts[k].out.device_type());
+    s += parts[k].code.preamble;
+    if (!parts[k].code.preamble.empty() && parts[k].code.preamble.back() != '\n') s += '\n';
+    fmt::format_to(std::back_inserter(s), "}}  // namespace kiln_h{}\n", helper_of[k]);
+  }
+  for (std::size_t k = 0; k < parts.size(); ++k) s += part_functions(parts[k], int(k), helper_of[k]);
+  return s;
+}
+
 ReductionCode composite_reduction(std::span<const ReductionPart> parts, std::span<const std::string> inputs,
                                   std::span<const int> ddof_inputs, std::string_view helpers) {
   ReductionCode c;
   c.preamble = helpers;
-  for (std::size_t k = 0; k < parts.size(); ++k) c.preamble += reduction_part_text(parts[k], int(k));
+  c.preamble += reduction_parts_text(parts);
   c.preamble += "struct kiln_multi {";
   for (std::size_t k = 0; k < parts.size(); ++k) fmt::format_to(std::back_inserter(c.preamble), " kiln_r{}::_type_reduce v{};", k, k);
   c.preamble += " };\n";

@@ -23,10 +23,12 @@ RowDefinition make_row_definition(std::string_view in_params, std::string_view o
                                        name, r, red.phase, kMaxRowPhases),
                            0);
     phase = red.phase;
-    program += reduction_part_text(red.part, int(r));
     fmt::format_to(std::back_inserter(program), "// reduction {} phase {} ddof {}: {}\n", r, red.phase, red.ddof,
                    red.input);
   }
+  std::vector<ReductionPart> parts;
+  for (const auto& red : reductions) parts.push_back(red.part);
+  program += reduction_parts_text(parts);
   for (std::size_t k = 0; k < outputs.size(); ++k)
     fmt::format_to(std::back_inserter(program), "// out{} = {}\n", k, outputs[k]);
   for (std::uint32_t u : leaf_use) fmt::format_to(std::back_inserter(program), "// use {:x}\n", u);

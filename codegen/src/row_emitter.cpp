@@ -1,5 +1,7 @@
 #include "kiln/codegen/row_emitter.hpp"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "kiln/codegen/device_header.hpp"
@@ -97,28 +99,43 @@ struct Emit {
           w.line("{}kiln_r{}::add(kiln_a{}, kiln_r{}::map({}, (long long)(kiln_e0 + kiln_k)));", in, r, r, r,
                  reds[r].input);
     });
-    for (std::size_t r = 0; r < reds.size(); ++r) {
-      if (reds[r].phase != p) continue;
-      // Lanes combine toward lane 0 of the row, which hands its total to every lane, so
-      // every lane of a row computes the outputs from the same value.
+    // Lanes combine toward lane 0 of their warp (or group); a block's warps then go through
+    // shared memory, where warp 0 combines them; every lane of a row then takes the same
+    // total, so every lane computes the outputs from the same value.
+    auto each = [&](auto&& f) {
+      for (std::size_t r = 0; r < reds.size(); ++r)
+        if (reds[r].phase == p) f(r);
+    };
+    // Trees as loops (not unrolled): the same speed here, and far less code for NVRTC.
+    each([&](std::size_t r) {
+      w.line("#pragma unroll 1");
       w.line("{}for (int kiln_d = {}; kiln_d > 0; kiln_d >>= 1)", ind, s.group ? "int(kiln_lanes) >> 1" : "16");
       w.line("{}  kiln_r{}::combine(kiln_a{}, kiln_shfl_down(kiln_a{}, kiln_d, {}));", ind, r, r, r,
              s.group ? "int(kiln_lanes)" : "32");
-      if (s.group) {
-        w.line("{}kiln_a{} = kiln_shfl_first(kiln_a{}, int(kiln_lanes));", ind, r, r);
-      } else {
-        w.line("{}if ((kiln_t & 31) == 0) kiln_sm{}[kiln_t >> 5] = kiln_a{};", ind, r, r);
-        w.line("{}__syncthreads();", ind);
-        w.line("{}kiln_a{} = kiln_sm{}[0];", ind, r, r);
-        w.line("{}for (kiln_uidx kiln_q = 1; kiln_q < (kiln_lanes >> 5); ++kiln_q) kiln_r{}::combine(kiln_a{}, kiln_sm{}[kiln_q]);",
-               ind, r, r, r);
-        w.line("{}__syncthreads();", ind);
-      }
+    });
+    if (s.group) {
+      each([&](std::size_t r) { w.line("{}kiln_a{} = kiln_shfl_first(kiln_a{}, int(kiln_lanes));", ind, r, r); });
+    } else {
+      each([&](std::size_t r) { w.line("{}if ((kiln_t & 31) == 0) kiln_sm{}[kiln_t >> 5] = kiln_a{};", ind, r, r); });
+      w.line("{}__syncthreads();", ind);
+      w.line("{}if (kiln_t < 32) {{", ind);
+      each([&](std::size_t r) {
+        w.line("{}  kiln_a{} = kiln_t < (kiln_lanes >> 5) ? kiln_sm{}[kiln_t] : kiln_r{}::init();", ind, r, r, r);
+        w.line("#pragma unroll 1");
+        w.line("{}  for (int kiln_d = 16; kiln_d > 0; kiln_d >>= 1)", ind);
+        w.line("{}    kiln_r{}::combine(kiln_a{}, kiln_shfl_down(kiln_a{}, kiln_d));", ind, r, r, r);
+        w.line("{}  if (kiln_t == 0) kiln_sm{}[32] = kiln_a{};", ind, r, r);
+      });
+      w.line("{}}}", ind);
+      w.line("{}__syncthreads();", ind);
+      each([&](std::size_t r) { w.line("{}kiln_a{} = kiln_sm{}[32];", ind, r, r); });
+    }
+    each([&](std::size_t r) {
       const std::string ddof = reds[r].ddof >= 0 ? fmt::format("(long long){}", param(reds[r].ddof).name) : "0";
       w.line("{}kiln_r{}::U kiln_y{};", ind, r, r);
       w.line("{}kiln_r{}::post(kiln_a{}.v, kiln_y{}, {}, (long long)kiln_n, 1);", ind, r, r, r, ddof);
       w.line("{}const kiln_r{}::U in{} = kiln_y{};", ind, r, def.nin + int(r), r);
-    }
+    });
   }
 
   void outputs() {
@@ -142,7 +159,7 @@ struct Emit {
     w.line("  const kiln_uidx kiln_t = threadIdx.x, kiln_lanes = blockDim.x;");
     if (!s.group)
       for (std::size_t r = 0; r < def.reductions.size(); ++r)
-        w.line("  __shared__ kiln_r{}::acc kiln_sm{}[32];", r, r);
+        w.line("  __shared__ kiln_r{}::acc kiln_sm{}[33];", r, r);  // a slot per warp, then the total
     w.line("  for (kiln_uidx kiln_base = kiln_uidx(blockIdx.x) * blockDim.y; kiln_base < kiln_uidx(kiln_m);");
     w.line("       kiln_base += kiln_uidx(gridDim.x) * blockDim.y) {{");
     w.line("    const kiln_uidx kiln_row = kiln_base + threadIdx.y;");
@@ -181,8 +198,9 @@ std::string emit_rows(const RowDefinition& def, const RowSpec& s) {
   SourceWriter w(def.name + ".cu");
   std::string support(device_source("kiln_reduction"));
   support += device_source("kiln_rows");
-  std::string parts;
-  for (std::size_t r = 0; r < def.reductions.size(); ++r) parts += reduction_part_text(def.reductions[r].part, int(r));
+  std::vector<ReductionPart> rparts;
+  for (const auto& r : def.reductions) rparts.push_back(r.part);
+  const std::string parts = reduction_parts_text(rparts);
   emit_prologue(w, def, s, {def.preamble, parts}, support);
   w.raw(parts);
   Emit e{w, def, s};

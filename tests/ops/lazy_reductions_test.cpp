@@ -52,7 +52,7 @@ bool plan(const Shape& loop, std::uint64_t mask, std::vector<ndarray> arrays, in
   std::vector<const ndarray*> ptrs;
   std::vector<dtype> types;
   for (const auto& a : arrays) ptrs.push_back(&a), types.push_back(a.dtype());
-  return detail::plan_rows(loop, mask, ptrs, types, nin, int(arrays[0].itemsize()), p);
+  return detail::plan_rows(loop, mask, ptrs, types, nin, int(arrays[0].itemsize()), 132, p);
 }
 
 }  // namespace
@@ -112,11 +112,16 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
   CHECK(p.lanes == 256);
   CHECK(p.m == 16384);
   CHECK(p.n == 4096);
+  // Rows of 16384: 512 lanes of 8 float4 each.
+  REQUIRE(plan({64, 16384}, 0b10, {no_memory({64, 16384}, float32), no_memory({64, 16384}, float32)}, 1, p));
+  CHECK(p.lanes == 512);
+  CHECK(p.spec.items == 8);
   // Short rows: groups of lanes, several rows per block.
   REQUIRE(plan({100000, 64}, 0b10, {no_memory({100000, 64}, float32), no_memory({100000, 64}, float32)}, 1, p));
   CHECK(p.spec.group == 1);
   CHECK(p.lanes == 4);
   CHECK(p.rows_per_block == 64);
+  CHECK(p.spec.items == 4);
   // A broadcast input (g of layer norm) moves along the row; a per-row input does not.
   REQUIRE(plan({512, 1024}, 0b10,
                {no_memory({512, 1024}, float32), no_memory({1024}, float32), no_memory({512, 1}, float32),

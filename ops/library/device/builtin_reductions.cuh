@@ -32,32 +32,41 @@ __device__ __forceinline__ kiln_welford kiln_welford_merge(const kiln_welford& k
 }
 // One-pass moments (var, std, var_mean, std_mean). Each thread sums its elements shifted by
 // the first one it saw (k): s1 = sum(x - k), s2 = sum((x - k)^2), so an element costs a
-// subtract, an add and a multiply-add, no division; states of several elements merge with
-// Chan's formula, as (mean, squared deviations) shifted by the new mean. The shift keeps the
-// sums small beside the data's offset, so the result is as accurate as the two-pass formula.
+// subtract, two adds and a multiply-add, no division and no branch. States of several
+// elements merge with Chan's formula, keeping the left one's shift: the mean stays k + s1/n
+// with k an element, so the difference of two means is computed from small numbers and the
+// variance is as accurate as the two-pass formula however far the data sit from zero. The
+// mean output is the plain sum over n (NumPy's: an inf among the data gives inf).
 // Templates over the state, so a complex kernel sharing this section never instantiates them.
-struct kiln_moments { kiln_R k, s1, s2; long long n; };
+struct kiln_moments { kiln_R k, s1, s2, sum; long long n; };
+template <class kiln_F>
+__device__ __forceinline__ kiln_F kiln_moments_div(kiln_F kiln_a, kiln_F kiln_b) {
+  if constexpr (kiln_same<kiln_F, float>::value) return __fdividef(kiln_a, kiln_b);  // counts: 2 ulp is plenty
+  else return kiln_a / kiln_b;
+}
 template <class kiln_S>
 __device__ __forceinline__ kiln_S kiln_moments_merge(const kiln_S& kiln_a, const kiln_S& kiln_b) {
   typedef decltype(kiln_a.k) kiln_F;
-  if (kiln_b.n == 1) {  // one element (the map's): a shifted add
-    if (kiln_a.n == 0) return kiln_b;
-    const kiln_F kiln_d = kiln_b.k - kiln_a.k;
-    return kiln_S{kiln_a.k, kiln_a.s1 + kiln_d, kiln_a.s2 + kiln_d * kiln_d, kiln_a.n + 1};
+  if (kiln_b.n == 1) {  // one element (the map's): a shifted add; the first one becomes the shift
+    const kiln_F kiln_k = kiln_a.n == 0 ? kiln_b.k : kiln_a.k;
+    const kiln_F kiln_d = kiln_b.k - kiln_k;
+    return kiln_S{kiln_k, kiln_a.s1 + kiln_d, kiln_a.s2 + kiln_d * kiln_d, kiln_a.sum + kiln_b.sum, kiln_a.n + 1};
   }
   if (kiln_a.n == 0) return kiln_b;
   if (kiln_b.n == 0) return kiln_a;
-  const kiln_F kiln_na = kiln_F(kiln_a.n), kiln_nb = kiln_F(kiln_b.n), kiln_f = kiln_nb / (kiln_na + kiln_nb);
-  const kiln_F kiln_ma = kiln_a.k + kiln_a.s1 / kiln_na, kiln_mb = kiln_b.k + kiln_b.s1 / kiln_nb;
-  const kiln_F kiln_qa = kiln_a.s2 - kiln_a.s1 * (kiln_a.s1 / kiln_na);
-  const kiln_F kiln_qb = kiln_b.s2 - kiln_b.s1 * (kiln_b.s1 / kiln_nb);
-  const kiln_F kiln_d = kiln_mb - kiln_ma;
-  return kiln_S{kiln_ma + kiln_d * kiln_f, kiln_F(0), kiln_qa + kiln_qb + kiln_d * kiln_d * kiln_na * kiln_f,
+  const kiln_F kiln_na = kiln_F(kiln_a.n), kiln_nb = kiln_F(kiln_b.n), kiln_n = kiln_na + kiln_nb;
+  const kiln_F kiln_da = kiln_moments_div(kiln_a.s1, kiln_na), kiln_db = kiln_moments_div(kiln_b.s1, kiln_nb);
+  const kiln_F kiln_d = (kiln_b.k - kiln_a.k) + (kiln_db - kiln_da);  // mean(b) - mean(a)
+  const kiln_F kiln_f = kiln_moments_div(kiln_nb, kiln_n);
+  const kiln_F kiln_delta = kiln_da + kiln_d * kiln_f;  // new mean - a.k
+  const kiln_F kiln_m2 = (kiln_a.s2 - kiln_a.s1 * kiln_da) + (kiln_b.s2 - kiln_b.s1 * kiln_db) +
+                         kiln_d * kiln_d * kiln_na * kiln_f;
+  return kiln_S{kiln_a.k, kiln_n * kiln_delta, kiln_m2 + kiln_n * kiln_delta * kiln_delta, kiln_a.sum + kiln_b.sum,
                 kiln_a.n + kiln_b.n};
 }
 template <class kiln_S>
 __device__ __forceinline__ auto kiln_moments_mean(const kiln_S& kiln_a) {
-  return kiln_a.k + kiln_a.s1 / decltype(kiln_a.k)(kiln_a.n);
+  return kiln_a.sum / decltype(kiln_a.k)(kiln_a.n);
 }
 // Squared deviations over n - ddof (NumPy's max(n - ddof, 0)). (k - k) is NaN when the shift
 // is inf or NaN: one such element gives NaN, as NumPy's (x - mean)**2 does.
@@ -69,7 +78,6 @@ __device__ __forceinline__ auto kiln_moments_var(const kiln_S& kiln_a, long long
   const kiln_F kiln_c = kiln_F(kiln_a.n) - kiln_F(kiln_ddof);
   return kiln_q / (kiln_c > kiln_F(0) ? kiln_c : kiln_F(0));
 }
-
 // kiln-section norms
 // |x| and |x|^2 for every type; 16-bit floats go through float.
 template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float> struct kiln_real_of { typedef kiln_V type; };

@@ -12,6 +12,7 @@
 
 #include "builtin_reductions.hpp"
 #include "kiln/engine/fused_reduction.hpp"
+#include "kiln/engine/math.hpp"
 #include "kiln/runtime/error.hpp"
 
 namespace kiln {
@@ -65,6 +66,18 @@ reduced_t<A> run(const Call<A>& c) {
   if constexpr (std::is_same_v<A, lazy_expr>) {
     if (!c.args.out) {  // a node of the tree (into `out`, it runs now)
       const std::int64_t ddof = c.args.ddof;
+      if (has_ddof && !c.args.dtype && !c.a.dtype().is_complex() && c.a.dtype() != float16 &&
+          c.a.dtype() != bfloat16) {
+        // In a row kernel the row is in registers: NumPy's own two passes (mean, then the sum
+        // of squared deviations) cost two cheap sums instead of one costly merge.
+        std::int64_t n = 1;
+        for (int d = 0; d < c.a.ndim(); ++d)
+          if (mask >> d & 1) n *= c.a.shape()[d];
+        const lazy_expr dev = c.a - mean(c.a, c.axis, true);
+        lazy_expr q = sum(dev * dev, c.axis, c.keepdims) / double(std::max<std::int64_t>(n - ddof, 0));
+        if (c.id == detail::builtin::std) q = kiln::sqrt(q);
+        if (q.dtype() == c.out_type) return reduce_lazily(code, c.a, mask, c.keepdims, c.out_type, &ddof, &q);
+      }
       return reduce_lazily(code, c.a, mask, c.keepdims, c.out_type, has_ddof ? &ddof : nullptr);
     }
   }

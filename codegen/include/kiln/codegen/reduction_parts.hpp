@@ -11,7 +11,7 @@
 //                              .post_map_expr = "y = kiln_cast<U>(a)", .identity = "0",
 //                              .reduce_type = "kiln_R", .preamble = helpers},
 //                     .in = float32, .out = float32};
-//   std::string text = reduction_part_text(sum, 0);   // namespace kiln_r0 { ... }
+//   std::string text = reduction_parts_text({&sum, 1});   // namespace kiln_r0 { ... }
 //   // kiln_r0::acc a = kiln_r0::init(); kiln_r0::add(a, kiln_r0::map(x, j));
 //   // kiln_r0::combine(a, b); kiln_r0::post(a.v, y, ddof, in_size, out_size);
 //
@@ -32,10 +32,11 @@ struct ReductionPart {
   dtype out = float32;  // U: the result dtype post writes
 };
 
-/// `namespace kiln_r<index> { ... }`: the part's typedefs, preamble, accumulator type `acc`
-/// ({v, has}: has is false only for an accumulator that saw nothing of a reduction with no
-/// identity) and the functions map, init, add, combine and post.
-std::string reduction_part_text(const ReductionPart& part, int index);
+/// `namespace kiln_r<k> { ... }` for each part k: its accumulator type `acc` ({v, has}: has
+/// is false only for an accumulator that saw nothing of a reduction with no identity) and the
+/// functions map, init, add, combine and post; they see T, U and the part's preamble through
+/// a namespace of helpers that parts of the same dtypes and preamble share.
+std::string reduction_parts_text(std::span<const ReductionPart> parts);
 
 /// ONE ReductionKernel's code computing parts[k] of the value `inputs[k]` (an expression over
 /// the kernel's inputs) into output `out<k>`, all in one pass. ddof_inputs[k]: the input

@@ -174,7 +174,7 @@ node_ptr scalar_leaf(const scalar& v, dtype t) {
 }
 
 node_ptr reduce_node(const reduction_code& code, const node_ptr& input, std::uint64_t mask, bool keepdims,
-                     dtype type, std::optional<std::int64_t> ddof) {
+                     dtype type, std::optional<std::int64_t> ddof, node_ptr in_rows) {
   auto n = new_node();
   n->k = expr_node::kind::reduce;
   n->code = &code;
@@ -184,6 +184,7 @@ node_ptr reduce_node(const reduction_code& code, const node_ptr& input, std::uin
   n->shape = reduced_shape(input->shape, mask, keepdims);
   n->child[0] = input;
   if (ddof) n->child[1] = scalar_leaf(scalar(*ddof), int64);
+  n->child[2] = std::move(in_rows);
   recount(*n);
   return n;
 }

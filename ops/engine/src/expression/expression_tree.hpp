@@ -114,9 +114,10 @@ int flatten(const Walk& w, const expr_node* n, Flat& f, const ReduceLeaf& reduce
 node_ptr array_leaf(const ndarray& a);
 node_ptr scalar_leaf(const scalar& v, dtype t);
 /// A reduce node: `code` over `input`'s axes `mask`, giving `type`; ddof: the row's, if it
-/// takes one (a scalar leaf, so its value is an argument, not structure).
+/// takes one (a scalar leaf, so its value is an argument, not structure); in_rows: the same
+/// values as an expression a row kernel computes better (child[2]), if any.
 node_ptr reduce_node(const reduction_code& code, const node_ptr& input, std::uint64_t mask, bool keepdims,
-                     dtype type, std::optional<std::int64_t> ddof);
+                     dtype type, std::optional<std::int64_t> ddof, node_ptr in_rows = {});
 /// A copy of operator or reduce node `n` with other children (same shapes and dtypes).
 node_ptr with_children(const expr_node& n, const std::array<node_ptr, 3>& children);
 /// n, or a copy whose too-large subtrees were evaluated into temporaries.

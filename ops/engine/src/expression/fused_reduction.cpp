@@ -80,7 +80,7 @@ void reduce_expression(const reduction_code& row, const expr& e, const std::int6
 }
 
 lazy_expr reduce_lazily(const reduction_code& row, const expr& e, std::uint64_t mask, bool keepdims, dtype type,
-                        const std::int64_t* ddof) {
+                        const std::int64_t* ddof, const expr* in_rows) {
   if (std::strcmp(row.out, "U y") != 0)
     throw TypeError(fmt::format("reduction '{}' has several outputs ({}); a lazy reduction gives one", row.name,
                                 row.out));
@@ -89,7 +89,11 @@ lazy_expr reduce_lazily(const reduction_code& row, const expr& e, std::uint64_t 
                                  e.ndim()));
   std::optional<std::int64_t> d;
   if (ddof) d = *ddof;
-  return lazy_expr(detail::reduce_node(row, e.node_ptr(), mask, keepdims, type, d));
+  if (in_rows && (in_rows->shape() != reduced_shape(e.shape(), mask, keepdims) || in_rows->dtype() != type))
+    throw ValueError(fmt::format("reduction '{}': its row form gives {} {}, not {} {}", row.name, in_rows->dtype(),
+                                 in_rows->shape().str(), type, reduced_shape(e.shape(), mask, keepdims).str()));
+  return lazy_expr(detail::reduce_node(row, e.node_ptr(), mask, keepdims, type, d,
+                                       in_rows ? in_rows->node_ptr() : detail::node_ptr()));
 }
 
 }  // namespace kiln

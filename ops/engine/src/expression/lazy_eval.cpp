@@ -29,6 +29,7 @@
 #include "kiln/engine/fused_reduction.hpp"
 #include "kiln/engine/reduction_kernel.hpp"
 #include "kiln/engine/row_kernel.hpp"
+#include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "rows/row_plan.hpp"
 
@@ -43,16 +44,45 @@ struct Red {
   int phase;  // 0: reads no other reduction's result; else 1 + the latest phase it reads
 };
 
-// The distinct reduce nodes of a tree, inputs first (so in phase order within a chain).
+// Whether two subtrees compute the same values by the structure walk's rules (expression_
+// key): the same ops and dtypes over the same arrays, the very same scalar leaves. So a
+// reduction written twice (log-softmax's max) runs once, and equal keys still mean equal
+// programs.
+bool same_tree(const expr_node* a, const expr_node* b) {
+  if (a == b) return true;
+  if (a->k != b->k || a->type != b->type) return false;
+  switch (a->k) {
+    case expr_node::kind::array: return same_array(a->array(), b->array());
+    case expr_node::kind::scalar: return false;
+    case expr_node::kind::reduce:
+      if (a->code != b->code || a->axes != b->axes || a->keepdims != b->keepdims) return false;
+      break;
+    case expr_node::kind::op:
+      if (a->op != b->op || a->compute != b->compute) return false;
+      break;
+  }
+  for (std::size_t k = 0; k < a->child.size(); ++k) {
+    if (!a->child[k] != !b->child[k]) return false;
+    if (a->child[k] && !same_tree(a->child[k].get(), b->child[k].get())) return false;
+  }
+  return true;
+}
+
+// The distinct reduce nodes of a tree, inputs first (so in phase order within a chain); a
+// node equal to one already seen is an alias of it.
 struct Reds {
   std::array<Red, kMaxReductions> at;
   int n = 0;
+  std::array<std::pair<const expr_node*, const expr_node*>, kMaxReductions> aliases;  // node, its twin in `at`
+  int naliases = 0;
   bool overflow = false;
   int phases = 0;
 
   int find(const expr_node* node) const {
     for (int k = 0; k < n; ++k)
       if (at[std::size_t(k)].node == node) return k;
+    for (int k = 0; k < naliases; ++k)
+      if (aliases[std::size_t(k)].first == node) return find(aliases[std::size_t(k)].second);
     return -1;
   }
   // 1 + the latest phase of a reduction under `node` (0 when none).
@@ -60,6 +90,11 @@ struct Reds {
     if (!node->reductions) return 0;
     if (node->k == expr_node::kind::reduce) {
       if (const int k = find(node); k >= 0) return at[std::size_t(k)].phase + 1;
+      for (int k = 0; k < n; ++k)
+        if (naliases < kMaxReductions && same_tree(node, at[std::size_t(k)].node)) {
+          aliases[std::size_t(naliases++)] = {node, at[std::size_t(k)].node};
+          return at[std::size_t(k)].phase + 1;
+        }
       const int phase = collect(node->child[0].get());
       if (n == kMaxReductions) {
         overflow = true;
@@ -122,6 +157,21 @@ struct Args {
 };
 
 // ---- rows: one kernel ----
+
+// n with every reduction that has a row form (child[2]) replaced by it.
+node_ptr row_forms(const node_ptr& n) {
+  if (!n->reductions) return n;
+  if (n->k == expr_node::kind::reduce && n->child[2]) return row_forms(n->child[2]);
+  std::array<node_ptr, 3> kids = n->child;
+  bool changed = false;
+  for (auto& c : kids) {
+    if (!c || !c->reductions) continue;
+    node_ptr r = row_forms(c);
+    changed = changed || r != c;
+    c = std::move(r);
+  }
+  return changed ? with_children(*n, kids) : n;
+}
 
 // True when every reduction can run inside the rows of `roots`: over the same axes of the
 // roots' one shape, reading that whole shape, keeping dims (or reducing every axis).
@@ -323,7 +373,12 @@ Done run_passes(std::span<const node_ptr> roots, const ndarray* outs) {
         results.push_back(target ? *target : empty(m->shape, m->type));
       }
       run_group(members, inputs, results);
-      for (std::size_t k = 0; k < members.size(); ++k) done.emplace_back(members[k], array_leaf(results[k]));
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        node_ptr leaf = array_leaf(results[k]);
+        for (int a = 0; a < reds.naliases; ++a)
+          if (reds.aliases[std::size_t(a)].second == members[k]) done.emplace_back(reds.aliases[std::size_t(a)].first, leaf);
+        done.emplace_back(members[k], std::move(leaf));
+      }
     }
   }
   return done;
@@ -331,22 +386,26 @@ Done run_passes(std::span<const node_ptr> roots, const ndarray* outs) {
 
 }  // namespace
 
-kernel_result run_with_reductions(std::span<const node_ptr> roots, ndarray* outs) {
+kernel_result run_with_reductions(std::span<const node_ptr> all_roots, ndarray* outs) {
+  std::array<ndarray, 16> made;       // outputs the call allocates (eval passes none)
+  std::array<node_ptr, 16> in_rows;  // the roots with their reductions' row forms
+  const std::size_t nroots = std::min(all_roots.size(), in_rows.size());
+  for (std::size_t r = 0; r < nroots; ++r) in_rows[r] = row_forms(all_roots[r]);
+  const std::span<const node_ptr> rows(in_rows.data(), nroots);
   Reds reds;
-  for (const auto& r : roots) reds.collect(r.get());
+  for (const auto& r : rows) reds.collect(r.get());
   reds.sort_by_phase();
   std::uint64_t mask = 0;
-  std::array<ndarray, 16> made;  // outputs the call allocates (eval passes none)
-  if (roots.size() <= made.size() && rows_structure(roots, reds, mask)) {
+  if (all_roots.size() <= made.size() && rows_structure(rows, reds, mask)) {
     bool shapes_ok = true;
-    for (std::size_t k = 0; outs && k < roots.size(); ++k) shapes_ok = shapes_ok && outs[k].shape() == roots[k]->shape;
+    for (std::size_t k = 0; outs && k < rows.size(); ++k) shapes_ok = shapes_ok && outs[k].shape() == rows[k]->shape;
     if (shapes_ok) {
       Walk w;
-      walk_roots(roots, w);
-      if (w.nleaves + int(roots.size()) <= kMaxParams) {
-        const RowKernel& k = row_kernel_for(roots, reds, w, mask);
+      walk_roots(rows, w);
+      if (w.nleaves + int(rows.size()) <= kMaxParams) {
+        const RowKernel& k = row_kernel_for(rows, reds, w, mask);
         if (!outs) {
-          for (std::size_t r = 0; r < roots.size(); ++r) made[r] = empty(roots[r]->shape, roots[r]->type);
+          for (std::size_t r = 0; r < rows.size(); ++r) made[r] = empty(rows[r]->shape, rows[r]->type);
           outs = made.data();
         }
         Args args;
@@ -358,22 +417,25 @@ kernel_result run_with_reductions(std::span<const node_ptr> roots, ndarray* outs
           arrays[std::size_t(j)] = leaf->k == expr_node::kind::array ? &leaf->array() : nullptr;
           types[std::size_t(j)] = leaf->type;
         }
-        const std::size_t n = std::size_t(w.nleaves) + roots.size();
-        for (std::size_t r = 0; r < roots.size(); ++r) {
+        const std::size_t n = std::size_t(w.nleaves) + rows.size();
+        for (std::size_t r = 0; r < rows.size(); ++r) {
           arrays[std::size_t(w.nleaves) + r] = &outs[r];
-          types[std::size_t(w.nleaves) + r] = roots[r]->type;
+          types[std::size_t(w.nleaves) + r] = rows[r]->type;
         }
         RowPlan probe;
         const auto arr = std::span<const ndarray* const>(arrays.data(), n);
         const auto ty = std::span<const dtype>(types.data(), n);
-        if (plan_rows(roots[0]->shape, mask, arr, ty, w.nleaves, row_cached_bytes(k.definition(), arr, ty), probe)) {
-          for (std::size_t r = 0; r < roots.size(); ++r) args.add(outs[r]);
+        if (plan_rows(rows[0]->shape, mask, arr, ty, w.nleaves, row_cached_bytes(k.definition(), arr, ty),
+                      device_properties(current_device()).multiprocessor_count, probe)) {
+          for (std::size_t r = 0; r < rows.size(); ++r) args.add(outs[r]);
           return k.call(args.span());
         }
       }
     }
   }
-  // Passes: the reductions, then the outputs over their results.
+  // Passes: the reductions (in one pass each where they have two forms), then the outputs
+  // over their results.
+  const std::span<const node_ptr> roots = all_roots;
   const Done done = run_passes(roots, outs);
   std::vector<node_ptr> rest;
   std::vector<ndarray> rest_outs;
@@ -413,7 +475,7 @@ node_ptr materialize_reductions(const node_ptr& n) {
 namespace kiln {
 
 std::vector<kernel_arg> aot::row_kernel_leaves(const expr& e) {
-  const detail::node_ptr root = detail::fit(e.node_ptr());
+  const detail::node_ptr root = detail::row_forms(detail::fit(e.node_ptr()));
   detail::Walk w;
   detail::walk_roots(std::span(&root, 1), w);
   detail::Args args;
@@ -442,7 +504,7 @@ const ReductionKernel& aot::multi_reduction(std::span<const expr> reductions) {
 }
 
 const RowKernel* aot::row_kernel(const expr& e) {
-  const detail::node_ptr root = detail::fit(e.node_ptr());
+  const detail::node_ptr root = detail::row_forms(detail::fit(e.node_ptr()));
   detail::Reds reds;
   reds.collect(root.get());
   reds.sort_by_phase();

@@ -8,6 +8,7 @@
 #include "call/kernel_call.hpp"
 #include "kiln/codegen/row_emitter.hpp"
 #include "kiln/codegen/type_resolution.hpp"
+#include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "rows/row_plan.hpp"
 
@@ -38,7 +39,8 @@ struct RowKind {
     const auto n = std::size_t(c.nparams);
     const auto types = std::span<const dtype>(c.types.data(), n);
     if (!plan_rows(c.shape, kernel.mask(), std::span<const ndarray* const>(c.arrays.data(), n), types, c.def.nin,
-                   row_cached_bytes(kernel.definition(), std::span<const ndarray* const>(c.arrays.data(), n), types), p))
+                   row_cached_bytes(kernel.definition(), std::span<const ndarray* const>(c.arrays.data(), n), types),
+                   device_properties(c.device).multiprocessor_count, p))
       throw ValueError(fmt::format("row kernel '{}': the arrays' layout does not fit a row kernel (rows of {} "
                                    "must be one dim with unit or no steps, short enough for a block); evaluate "
                                    "the expression instead, which plans around it",

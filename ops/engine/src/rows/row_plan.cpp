@@ -13,6 +13,7 @@ using codegen::OperandKind;
 
 constexpr int kMaxLanes = codegen::kMaxRowLanes;
 constexpr int kMaxItems = 8;
+constexpr int kItems = 4;  // preferred: 8 holds longer rows, but doubles the code NVRTC compiles
 constexpr int kGroupThreads = 256;      // a block of lane groups: 256 / lanes rows
 constexpr int kMaxCachedRegisters = 64;  // 32-bit registers a thread spends on cached leaves
 
@@ -25,7 +26,7 @@ std::int64_t pow2_ceil(std::int64_t v) {
 }  // namespace
 
 bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
-               std::span<const dtype> types, int nin, int cached_bytes, RowPlan& plan) {
+               std::span<const dtype> types, int nin, int cached_bytes, int sm_count, RowPlan& plan) {
   auto& spec = plan.spec;
   spec = {};
   spec.nparams = std::uint8_t(arrays.size());
@@ -85,10 +86,13 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
     return true;
   };
   while (vw > 1 && !fits(vw)) vw /= 2;
-  // Lanes and vectors per thread: about four vectors each, a group of up to 32 lanes per row
-  // (several rows per block) or a block; more lanes when the registers held would spill.
+  // Lanes and vectors per thread: four vectors each (8 past 512 lanes), more lanes while the
+  // rows would leave the GPU's threads idle or the registers held would spill. A group of up
+  // to 32 lanes per row (several rows per block) or a block.
   const std::int64_t nvec = plan.n / vw;
-  std::int64_t lanes = std::clamp<std::int64_t>(pow2_ceil((nvec + 3) / 4), 1, kMaxLanes);
+  const std::int64_t wave = std::int64_t(sm_count) * 2048;
+  std::int64_t lanes = std::clamp<std::int64_t>(pow2_ceil((nvec + kItems - 1) / kItems), 1, kMaxLanes);
+  while (plan.m * lanes < wave && lanes < kMaxLanes && lanes * 2 * 4 <= nvec) lanes *= 2;
   if (lanes > 32) lanes = std::max<std::int64_t>(lanes, 64);
   std::int64_t items = pow2_ceil((nvec + lanes - 1) / lanes);
   auto registers = [&] { return items * vw * cached_bytes / 4; };

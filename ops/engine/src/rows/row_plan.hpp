@@ -29,11 +29,11 @@ struct RowPlan {
 
 /// Plans a row kernel over `loop` whose reduced axes are `mask`, for the parameters' arrays
 /// (nullptr: a scalar) and dtypes; `cached_bytes`: the bytes of one element of every leaf
-/// the kernel keeps in registers. False when the layout does not fit: the reduced axes do not
+/// the kernel keeps in registers; `sm_count`: the GPU's multiprocessors. False when the layout does not fit: the reduced axes do not
 /// collapse to one dim with unit or no steps for every array (unit for outputs), or the row
 /// is longer than 1024 threads hold without spilling.
 bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
-               std::span<const dtype> types, int nin, int cached_bytes, RowPlan& plan);
+               std::span<const dtype> types, int nin, int cached_bytes, int sm_count, RowPlan& plan);
 /// Bytes of one element of every leaf a row kernel keeps in registers (an array read in two
 /// phases or more, as the emitter decides), for a call's arrays and dtypes.
 int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray* const> arrays,

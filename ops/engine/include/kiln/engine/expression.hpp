@@ -68,7 +68,8 @@ struct expr_node {
   std::array<std::shared_ptr<const expr_node>, 3> child;
   scalar value{false};
   // Reduce nodes (a lazy reduction of child[0]; child[1], if any, is its ddof, an int64
-  // scalar leaf): the row, child[0]'s reduced axes, and whether they stay as size-1 axes.
+  // scalar leaf; child[2], if any, the same values as an expression a row kernel computes
+  // better): the row, child[0]'s reduced axes, and whether they stay as size-1 axes.
   const reduction_code* code = nullptr;
   std::uint64_t axes = 0;
   bool keepdims = false;

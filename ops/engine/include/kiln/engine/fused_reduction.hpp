@@ -56,10 +56,12 @@ inline void reduce_expression(const reduction_code& code, const expr& e, const s
 
 /// A lazy reduction: `code` over the axes `mask` of e's shape, giving `type`, as a node of
 /// the expression (lazy_expr, expression.hpp), run when the expression is evaluated. ddof:
-/// the value of the row's `raw int64 ddof`, if it has one. Checks nothing beyond its own
-/// arguments (the library's reductions check axes, dtypes and empty inputs first); the row
-/// must have one output.
+/// the value of the row's `raw int64 ddof`, if it has one. `in_rows`: an expression of the
+/// same values the planner uses instead when the reduction runs inside a row kernel, where
+/// the row is in registers (var as NumPy's two-pass formula: two cheap sums rather than one
+/// costly merge). Checks nothing beyond its own arguments (the library's reductions check
+/// axes, dtypes and empty inputs first); the row must have one output.
 lazy_expr reduce_lazily(const reduction_code& code, const expr& e, std::uint64_t mask, bool keepdims, dtype type,
-                        const std::int64_t* ddof = nullptr);
+                        const std::int64_t* ddof = nullptr, const expr* in_rows = nullptr);
 
 }  // namespace kiln
