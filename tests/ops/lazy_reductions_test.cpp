@@ -79,7 +79,10 @@ TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compi
   const lazy_expr norm = (x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b;
   const RowKernel* ln = aot::row_kernel(norm);
   REQUIRE(ln);
-  CHECK(ln->definition().nphases == 1);  // mean and var read only x: one phase, one read
+  // var inside a row is NumPy's two passes over the registers: the mean (shared with the
+  // numerator's, planned once), then the sum of squared deviations that reads it.
+  CHECK(ln->definition().nphases == 2);
+  CHECK(ln->definition().reductions.size() == 2);
   compile_some(*ln, row_target(norm, float32));
 
   // float16 rows (computed in float32) and float64 rows compile too.

@@ -5,7 +5,7 @@
 // kiln-section builtin_reductions
 // Device helpers every built-in shares: the accumulation type (16-bit floats accumulate in
 // float), NaN tests for any type, and the reduce types of argmin/argmax, mean of non-NaN
-// values, and variance (Welford's updates merged with Chan's formula).
+// values, and the moments of var/std (shifted sums merged with Chan's formula).
 template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float> struct kiln_acc_of { typedef kiln_V type; };
 template <class kiln_V> struct kiln_acc_of<kiln_V, true> { typedef float type; };
 template <class kiln_V> __device__ __forceinline__ bool kiln_rnan(const kiln_V& kiln_v) { return !(kiln_v == kiln_v); }
@@ -23,13 +23,6 @@ __device__ __forceinline__ kiln_arg kiln_arg_pick(const kiln_arg& kiln_a, const 
   return (kiln_better || (kiln_b.v == kiln_a.v && kiln_b.i < kiln_a.i)) ? kiln_b : kiln_a;
 }
 struct kiln_sn { kiln_R s; long long n; };
-struct kiln_welford { kiln_R n, mean, m2; };
-__device__ __forceinline__ kiln_welford kiln_welford_merge(const kiln_welford& kiln_a, const kiln_welford& kiln_b) {
-  if (kiln_a.n == kiln_R(0)) return kiln_b;
-  if (kiln_b.n == kiln_R(0)) return kiln_a;
-  const kiln_R kiln_n = kiln_a.n + kiln_b.n, kiln_d = kiln_b.mean - kiln_a.mean, kiln_f = kiln_b.n / kiln_n;
-  return kiln_welford{kiln_n, kiln_a.mean + kiln_d * kiln_f, kiln_a.m2 + kiln_b.m2 + kiln_d * kiln_d * kiln_a.n * kiln_f};
-}
 // One-pass moments (var, std, var_mean, std_mean). Each thread sums its elements shifted by
 // the first one it saw (k): s1 = sum(x - k), s2 = sum((x - k)^2), so an element costs a
 // subtract, two adds and a multiply-add, no division and no branch. States of several

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "kiln/codegen/type_resolution.hpp"
-#include "kiln/engine/elementwise_builtins.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/memory.hpp"
@@ -203,7 +202,7 @@ bool overlaps(const ndarray& in, const ndarray& out, const Shape& loop) {
 
 }  // namespace
 
-void copy_overlapping_inputs(KernelCall& c, std::vector<ndarray>& copies) {
+void copy_overlapping_inputs(KernelCall& c, std::vector<ndarray>& copies, CopyArray copy) {
   for (int k = 0; k < c.def.nin; ++k) {
     const ndarray* in = c.arrays[k];
     if (!in || c.is_raw(k) || in->size() == 0) continue;
@@ -213,7 +212,7 @@ void copy_overlapping_inputs(KernelCall& c, std::vector<ndarray>& copies) {
       auto buffer = std::make_shared<Buffer>(in->nbytes(), c.device, allocation_stream(c));
       copies.emplace_back(std::move(buffer), in->shape(),
                           c_strides(in->shape(), std::int64_t(in->itemsize())), 0, in->dtype());
-      builtin::copy_kernel()(*in, copies.back(), launch_options{.stream = c.options.stream});
+      copy(*in, copies.back(), launch_options{.stream = c.options.stream});
       c.arrays[k] = &copies.back();
       break;
     }

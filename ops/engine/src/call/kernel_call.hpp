@@ -26,9 +26,12 @@
 //   Workspace workspace(const KernelCall&, const Plan&, const Launch&, const cache::LoadedKernel&);
 //   void pack(const KernelCall&, const Plan&, const Workspace&, KernelArgs&);
 //   void finish(kernel_result&);                    (no_return clears the result)
+//   static void copy_array(const ndarray&, ndarray&, const launch_options&);   for overlaps
 //
 // Everything lives on the stack: the only allocations are outputs (and copies of inputs that
 // partly overlap an output, and a kind's workspace).
+#include <cuda_runtime_api.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -36,9 +39,8 @@
 #include <span>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "call/kernel_args.hpp"
+#include "graph/capture_record.hpp"
 #include "kiln/cache/loaded_kernels.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"  // OperandKind, shared by every kind's spec
 #include "kiln/codegen/kernel_definition.hpp"
@@ -114,8 +116,10 @@ void choose_device(KernelCall& c);
 void prepare_outputs(KernelCall& c, kernel_result& result, bool given, const Shape& shape);
 /// An input that shares memory with an output, other than as the very same elements (in
 /// place), would be read after other threads wrote it: it is copied first (CuPy does too),
-/// into `copies`, and c.arrays points at the copy.
-void copy_overlapping_inputs(KernelCall& c, std::vector<ndarray>& copies);
+/// into `copies`, with `copy` (the kind's: a kernel copying any layout), and c.arrays points
+/// at the copy.
+using CopyArray = void (*)(const ndarray& from, ndarray& to, const launch_options& options);
+void copy_overlapping_inputs(KernelCall& c, std::vector<ndarray>& copies, CopyArray copy);
 /// ValueError when `threads` is more than the loaded kernel allows on this device.
 void check_block(const KernelCall& c, unsigned threads, const cache::LoadedKernel& k);
 /// The stream outputs, copies and workspaces are allocated on (kept alive by their buffers).
@@ -156,7 +160,7 @@ kernel_result run_call(Kind kind, std::span<const kernel_arg> all_args) {
   prepare_outputs(c, result, given, out_shape);
   if (kind.has_work(c, out_shape)) {
     std::vector<ndarray> copies;
-    copy_overlapping_inputs(c, copies);
+    copy_overlapping_inputs(c, copies, Kind::copy_array);
     typename Kind::Plan plan;
     kind.plan(c, plan);
     const auto& loaded =
@@ -168,6 +172,10 @@ kernel_result run_call(Kind kind, std::span<const kernel_arg> all_args) {
     KernelArgs kargs(plan.spec.index_bits);
     kind.pack(c, plan, ws, kargs);
     loaded.function.launch(launch.grid, launch.block, kargs.argv(), 0, c.stream);
+    // Inside a graph capture (one thread-local load otherwise), the new kernel node is
+    // recorded with the role of each parameter, for graph::update.
+    if (thread_capture()) [[unlikely]]
+      record_launch(c, kargs.argv(), kargs.count());
   }
   kind.finish(result);
   return result;

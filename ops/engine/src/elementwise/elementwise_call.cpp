@@ -5,6 +5,7 @@
 #include "call/kernel_call.hpp"
 #include "elementwise/elementwise_plan.hpp"
 #include "kiln/codegen/launch_config.hpp"
+#include "kiln/engine/elementwise_builtins.hpp"
 #include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/runtime/error.hpp"
 
@@ -25,7 +26,8 @@ struct ElementwiseKind {
                                         std::vector<kernel_arg>&) const {
     for (const auto& a : args)
       if (a.is_reduce_options())
-        throw TypeError(fmt::format("kernel '{}': reduce_options are for reduction kernels", c.def.name));
+        throw TypeError(
+            fmt::format("kernel '{}': reduce_options are for reduction kernels", c.def.name));
     return args;
   }
   Shape output_shape(const KernelCall& c) const { return c.shape; }
@@ -39,14 +41,18 @@ struct ElementwiseKind {
     const auto g = p.spec.layout == Layout::tiled
                        ? codegen::tiled_geometry(p.shape[0], p.shape[1])
                        : codegen::elementwise_geometry(p.spec, c.size, c.options.block_size,
-                                                      k.max_threads_per_block);
+                                                       k.max_threads_per_block);
     return {dim3(g.grid, g.grid_y), dim3(unsigned(g.block_x), unsigned(g.block_y))};
   }
-  Workspace workspace(const KernelCall&, const Plan&, const Launch&, const cache::LoadedKernel&) const {
+  Workspace workspace(const KernelCall&, const Plan&, const Launch&,
+                      const cache::LoadedKernel&) const {
     return {};
   }
   void pack(const KernelCall& c, const Plan& p, const Workspace&, KernelArgs& args) const {
     pack_elementwise(c, p, args);
+  }
+  static void copy_array(const ndarray& from, ndarray& to, const launch_options& o) {
+    builtin::copy_kernel()(from, to, o);
   }
   void finish(kernel_result& r) const {
     r.set_tuple(return_tuple);
@@ -59,7 +65,8 @@ struct ElementwiseKind {
 namespace kiln {
 
 kernel_result ElementwiseKernel::call(std::span<const kernel_arg> args) const {
-  return detail::run_call(detail::ElementwiseKind{*this, reduce_dims_, no_return_, return_tuple_}, args);
+  return detail::run_call(detail::ElementwiseKind{*this, reduce_dims_, no_return_, return_tuple_},
+                          args);
 }
 
 }  // namespace kiln

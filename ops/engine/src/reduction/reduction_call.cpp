@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "call/kernel_call.hpp"
+#include "kiln/engine/elementwise_builtins.hpp"
 #include "kiln/engine/reduction_kernel.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/device.hpp"
@@ -104,6 +105,9 @@ struct ReductionKind {
     pack_reduction(c, p, ws.partials, ws.counters, args);
   }
 
+  static void copy_array(const ndarray& from, ndarray& to, const launch_options& o) {
+    builtin::copy_kernel()(from, to, o);
+  }
   void finish(kernel_result& r) const { r.set_tuple(return_tuple); }
 };
 

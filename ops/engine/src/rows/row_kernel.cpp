@@ -8,6 +8,7 @@
 #include "call/kernel_call.hpp"
 #include "kiln/codegen/row_emitter.hpp"
 #include "kiln/codegen/type_resolution.hpp"
+#include "kiln/engine/elementwise_builtins.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "rows/row_plan.hpp"
@@ -30,21 +31,25 @@ struct RowKind {
   void check(const KernelCall& c, const Shape&) const {
     const std::uint64_t mask = kernel.mask();
     if (c.shape.size() < 64 && (mask >> c.shape.size()) != 0)
-      throw ValueError(fmt::format("row kernel '{}': its rows are axes the {}-d arguments do not have",
-                                   c.def.name, c.shape.size()));
+      throw ValueError(
+          fmt::format("row kernel '{}': its rows are axes the {}-d arguments do not have",
+                      c.def.name, c.shape.size()));
   }
   bool has_work(const KernelCall& c, const Shape&) const { return c.size > 0; }
 
   void plan(const KernelCall& c, Plan& p) const {
     const auto n = std::size_t(c.nparams);
     const auto types = std::span<const dtype>(c.types.data(), n);
-    if (!plan_rows(c.shape, kernel.mask(), std::span<const ndarray* const>(c.arrays.data(), n), types, c.def.nin,
-                   row_cached_bytes(kernel.definition(), std::span<const ndarray* const>(c.arrays.data(), n), types),
+    if (!plan_rows(c.shape, kernel.mask(), std::span<const ndarray* const>(c.arrays.data(), n),
+                   types, c.def.nin,
+                   row_cached_bytes(kernel.definition(),
+                                    std::span<const ndarray* const>(c.arrays.data(), n), types),
                    device_properties(c.device).multiprocessor_count, p))
-      throw ValueError(fmt::format("row kernel '{}': the arrays' layout does not fit a row kernel (rows of {} "
-                                   "must be one dim with unit or no steps, short enough for a block); evaluate "
-                                   "the expression instead, which plans around it",
-                                   c.def.name, c.shape.str()));
+      throw ValueError(
+          fmt::format("row kernel '{}': the arrays' layout does not fit a row kernel (rows of {} "
+                      "must be one dim with unit or no steps, short enough for a block); evaluate "
+                      "the expression instead, which plans around it",
+                      c.def.name, c.shape.str()));
   }
 
   cache::CompileRequest compile_request(const codegen::RowSpec& spec, int arch) const {
@@ -55,15 +60,22 @@ struct RowKind {
     return {dim3(p.grid), dim3(unsigned(p.lanes), unsigned(p.rows_per_block))};
   }
 
-  Workspace workspace(const KernelCall&, const Plan&, const Launch&, const cache::LoadedKernel&) const { return {}; }
+  Workspace workspace(const KernelCall&, const Plan&, const Launch&,
+                      const cache::LoadedKernel&) const {
+    return {};
+  }
 
   void pack(const KernelCall& c, const Plan& p, const Workspace&, KernelArgs& args) const {
     const auto n = std::size_t(c.nparams);
     pack_rows(std::span<const ndarray* const>(c.arrays.data(), n),
-              std::span<const std::array<std::byte, 16>>(c.values.data(), n), std::span<const dtype>(c.types.data(), n),
-              p, args);
+              std::span<const std::array<std::byte, 16>>(c.values.data(), n),
+              std::span<const dtype>(c.types.data(), n), p, args);
   }
 
+  // An input overlapping an output (other than element for element) is read from a copy.
+  static void copy_array(const ndarray& from, ndarray& to, const launch_options& o) {
+    builtin::copy_kernel()(from, to, o);
+  }
   void finish(kernel_result& r) const { r.set_tuple(kernel.nout() > 1); }
 };
 
@@ -71,7 +83,8 @@ struct RowKind {
 
 namespace kiln {
 
-RowKernel::RowKernel(codegen::RowDefinition def, std::uint64_t mask) : generated_kernel(std::move(def)), mask_(mask) {}
+RowKernel::RowKernel(codegen::RowDefinition def, std::uint64_t mask)
+    : generated_kernel(std::move(def)), mask_(mask) {}
 
 kernel_result RowKernel::call(std::span<const kernel_arg> args) const {
   return detail::run_call(detail::RowKind{*this}, args);
@@ -81,15 +94,17 @@ std::vector<codegen::RowSpec> RowKernel::specs(const aot_target& t) const {
   const auto& def = *def_;
   const std::size_t n = def.params.size();
   if (t.dtypes.size() != std::size_t(def.nin) && t.dtypes.size() != n)
-    throw TypeError(fmt::format("row kernel '{}': specs takes {} or {} dtypes, got {}", def.name, def.nin, n,
-                                t.dtypes.size()));
+    throw TypeError(fmt::format("row kernel '{}': specs takes {} or {} dtypes, got {}", def.name,
+                                def.nin, n, t.dtypes.size()));
   if (t.max_ndim < 1 || t.max_ndim > kMaxNdim)
-    throw ValueError(fmt::format("row kernel '{}': max_ndim {} is outside 1..{}", def.name, t.max_ndim, kMaxNdim));
+    throw ValueError(fmt::format("row kernel '{}': max_ndim {} is outside 1..{}", def.name,
+                                 t.max_ndim, kMaxNdim));
   std::array<codegen::ArgInfo, codegen::kMaxParams> info{};
   for (std::size_t k = 0; k < t.dtypes.size(); ++k) info[k] = {t.dtypes[k], true};
   for (int s : t.scalar_inputs) {
     if (s < 0 || s >= def.nin)
-      throw ValueError(fmt::format("row kernel '{}': scalar input {} is not an input (0..{})", def.name, s, def.nin - 1));
+      throw ValueError(fmt::format("row kernel '{}': scalar input {} is not an input (0..{})",
+                                   def.name, s, def.nin - 1));
     info[std::size_t(s)].is_array = false;
   }
   std::array<dtype, codegen::kMaxParams> types{};
@@ -99,7 +114,8 @@ std::vector<codegen::RowSpec> RowKernel::specs(const aot_target& t) const {
   std::size_t widest = 1;
   for (std::size_t k = 0; k < n; ++k) {
     const bool array = info[k].is_array || int(k) >= def.nin;
-    base.set_param(int(k), types[k], array ? codegen::OperandKind::array : codegen::OperandKind::scalar);
+    base.set_param(int(k), types[k],
+                   array ? codegen::OperandKind::array : codegen::OperandKind::scalar);
     if (array) widest = std::max(widest, types[k].itemsize());
   }
   std::vector<codegen::RowSpec> out;
