@@ -69,6 +69,20 @@ TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compi
   CHECK(k->definition().nphases == 2);  // max, then the sum that reads it
   CHECK(k->mask() == 0b10);
   compile_some(*k, row_target(softmax, float32));
+  {  // exp(x - max) is computed once per element: the sum phase keeps it for the outputs
+    const auto t = row_target(softmax, float32);
+    const auto specs = k->specs(t);
+    std::size_t kept = 0;
+    for (const auto& sp : specs) {
+      const std::string src = k->source(sp);
+      if (src.find("kiln_x1[kiln_i][kiln_k] = ") == std::string::npos) continue;
+      ++kept;
+      const std::size_t out = src.find("kiln_s0[kiln_k] = ");
+      REQUIRE(out != std::string::npos);
+      CHECK(src.substr(out, src.find('\n', out) - out).find("exp(") == std::string::npos);
+    }
+    CHECK(kept > 0);  // (not every spec: 8 vectors of float4 would hold too many registers)
+  }
 
   const lazy_expr log_softmax = (x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true));
   const RowKernel* ls = aot::row_kernel(log_softmax);
