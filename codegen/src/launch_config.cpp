@@ -57,13 +57,13 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
     const std::int64_t threads = pow2_floor(std::min(g.block, kOuterMaxBlock));
     const std::int64_t groups = std::max<std::int64_t>(1, ceil_div(m, s.vector_width));
     const std::int64_t narrowest = std::min<std::int64_t>(32, pow2_ceil(groups));
-    const std::int64_t by = std::clamp<std::int64_t>(pow2_floor(std::max<std::int64_t>(1, n / 16)), 1,
-                                                     threads / narrowest);
+    const std::int64_t by = std::clamp<std::int64_t>(pow2_floor(std::max<std::int64_t>(1, n / 16)),
+                                                     1, threads / narrowest);
     const std::int64_t bx = threads / by;
     const std::int64_t tiles = ceil_div(groups, bx);
     // Each part keeps at least 8 reduced elements per thread so partials stay small.
-    const std::int64_t parts = std::clamp<std::int64_t>(ceil_div(target, tiles), 1,
-                                                        std::clamp<std::int64_t>(ceil_div(n, by * 8), 1, 65535));
+    const std::int64_t parts = std::clamp<std::int64_t>(
+        ceil_div(target, tiles), 1, std::clamp<std::int64_t>(ceil_div(n, by * 8), 1, 65535));
     g.block = int(threads);
     g.block_x = int(bx);
     g.block_y = int(by);
@@ -83,7 +83,8 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
   // would leave the GPU's threads idle. Up to 32 lanes: a group per row, rows filling the
   // block; more: a block of that many threads per row (or the block_size asked for).
   const std::int64_t wave = std::int64_t(std::max(sm_count, 1)) * 2048;
-  std::int64_t lanes = std::clamp<std::int64_t>(pow2_ceil(ceil_div(ceil_div(n, vw), 32)), 1, g.block);
+  std::int64_t lanes =
+      std::clamp<std::int64_t>(pow2_ceil(ceil_div(ceil_div(n, vw), 32)), 1, g.block);
   while (m * lanes < wave && lanes < g.block) lanes *= 2;
   if (m > 1 && lanes <= 32 && !block) {
     s.strategy = ReductionStrategy::inner_warp;
@@ -92,7 +93,8 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
     g.grid_x = std::uint32_t(std::clamp<std::int64_t>(ceil_div(m, g.block_y), 1, kMaxGrid));
     return g;
   }
-  if (m > 1 && n <= 32 * std::int64_t(vw) * 16 && block) {  // a block size was asked for: short rows as before
+  if (m > 1 && n <= 32 * std::int64_t(vw) * 16 &&
+      block) {  // a block size was asked for: short rows as before
     s.strategy = ReductionStrategy::inner_warp;
     g.block_x = 32;
     g.block_y = g.block / 32;
@@ -103,7 +105,9 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
   s.strategy = ReductionStrategy::inner_block;
   // Whole waves: rounding the parts down keeps the last wave from running a sliver of blocks.
   const std::int64_t parts =
-      m >= target ? 1 : std::clamp<std::int64_t>(target / m, 1, std::max<std::int64_t>(1, ceil_div(n, per_pass)));
+      m >= target ? 1
+                  : std::clamp<std::int64_t>(target / m, 1,
+                                             std::max<std::int64_t>(1, ceil_div(n, per_pass)));
   if (parts > 1) {
     s.split = 1;
     g.parts = std::uint32_t(parts);

@@ -1,8 +1,8 @@
 #include "kiln/codegen/reduction_emitter.hpp"
 
-#include <functional>
-
 #include <fmt/format.h>
+
+#include <functional>
 
 #include "kiln/codegen/device_header.hpp"
 #include "kiln/codegen/launch_config.hpp"
@@ -11,7 +11,6 @@
 
 namespace kiln::codegen {
 namespace {
-
 
 constexpr int kUnroll = 4;  // vectors (or elements) loaded per thread before they are reduced
 // outer kernels' blocks have at most this many threads (the shared tree holds one each)
@@ -45,8 +44,10 @@ struct Emit {
     w.line("extern \"C\" __global__ void {}(", def.name);
     for (int k = 0; k < s.nparams; ++k) {
       const Param& p = param(k);
-      const bool user_name = s.kind(k) == OperandKind::raw_array || (s.kind(k) == OperandKind::scalar && p.raw);
-      w.line("    {} {}{},", abi_type(reduction_arg(s, k, p.is_output)), user_name ? "" : "kiln_p_", p.name);
+      const bool user_name =
+          s.kind(k) == OperandKind::raw_array || (s.kind(k) == OperandKind::scalar && p.raw);
+      w.line("    {} {}{},", abi_type(reduction_arg(s, k, p.is_output)), user_name ? "" : "kiln_p_",
+             p.name);
     }
     w.line("    {} kiln_m,", abi_type(reduction_arg(s, s.nparams)));
     w.line("    {} kiln_n,", abi_type(reduction_arg(s, s.nparams + 1)));
@@ -71,7 +72,9 @@ struct Emit {
     w.user("map_expr", def.map_expr);
     w.line("    );");
     w.line("  }};");
-    w.line("  auto kiln_reduce = [&](const _type_reduce& a, const _type_reduce& b) -> _type_reduce {{");
+    w.line(
+        "  auto kiln_reduce = [&](const _type_reduce& a, const _type_reduce& b) -> _type_reduce "
+        "{{");
     w.line("    return (");
     w.user("reduce_expr", def.reduce_expr);
     w.line("    );");
@@ -97,8 +100,10 @@ struct Emit {
     }
     w.line("  }};");
     w.line("  auto kiln_combine = [&](kiln_acc& kiln_x, const kiln_acc& kiln_y) {{");
-    if (has_identity()) w.line("    kiln_x.v = kiln_reduce(kiln_x.v, kiln_y.v);");
-    else w.line("    if (kiln_y.has) kiln_add(kiln_x, kiln_y.v);");
+    if (has_identity())
+      w.line("    kiln_x.v = kiln_reduce(kiln_x.v, kiln_y.v);");
+    else
+      w.line("    if (kiln_y.has) kiln_add(kiln_x, kiln_y.v);");
     w.line("  }};");
     std::string outs = "_type_reduce a, const kiln_idx _i";
     for (int k = def.nin; k < s.nparams; ++k)
@@ -112,12 +117,15 @@ struct Emit {
     // the tree as a loop costs nothing beside the row's loads and halves NVRTC's time
     // (var_mean float64 193 -> 95 ms); small states stay unrolled.
     w.line("#pragma unroll (sizeof(kiln_acc) > 16 ? 1 : 5)");
-    w.line("    for (int kiln_d = 16; kiln_d > 0; kiln_d >>= 1) kiln_combine(kiln_x, kiln_shfl_down(kiln_x, kiln_d));");
+    w.line(
+        "    for (int kiln_d = 16; kiln_d > 0; kiln_d >>= 1) kiln_combine(kiln_x, "
+        "kiln_shfl_down(kiln_x, kiln_d));");
     w.line("    return kiln_x;");
     w.line("  }};");
     w.line("  __shared__ __align__(16) unsigned char kiln_smem_raw[32 * sizeof(kiln_acc)];");
     w.line("  kiln_acc* const kiln_smem = reinterpret_cast<kiln_acc*>(kiln_smem_raw);");
-    w.line("  auto kiln_block_reduce = [&](kiln_acc kiln_x) {{  // the block's result, in thread 0");
+    w.line(
+        "  auto kiln_block_reduce = [&](kiln_acc kiln_x) {{  // the block's result, in thread 0");
     w.line("    kiln_x = kiln_warp_reduce(kiln_x);");
     w.line("    const int kiln_lane = int(threadIdx.x & 31), kiln_wid = int(threadIdx.x >> 5);");
     w.line("    __syncthreads();");
@@ -160,8 +168,10 @@ struct Emit {
     w.line("{}const kiln_uidx kiln_Ls = kiln_L ? kiln_L : 1;", ind);
     w.line("{}kiln_uidx kiln_r = kiln_uidx({}) / kiln_Ls;", ind, start);
     w.line("{}kiln_uidx kiln_o = kiln_uidx({}) - kiln_r * kiln_Ls;", ind, start);
-    w.line("{}const kiln_uidx kiln_sr = kiln_uidx({}) / kiln_Ls, kiln_so = kiln_uidx({}) - kiln_sr * kiln_Ls;", ind,
-           step, step);
+    w.line(
+        "{}const kiln_uidx kiln_sr = kiln_uidx({}) / kiln_Ls, kiln_so = kiln_uidx({}) - kiln_sr * "
+        "kiln_Ls;",
+        ind, step, step);
   }
   void walker_advance(std::string_view ind) {
     if (!runs()) return;
@@ -173,8 +183,8 @@ struct Emit {
     if (!runs()) return;
     if (s.red_ndim == 2) {
       array_inputs([&](int, const Param& p) {
-        w.line("{0}const kiln_idx kiln_ro_{1} = kiln_idx(kiln_r) * kiln_p_{1}.kiln_s[{2}];", ind, p.name,
-               int(s.out_ndim));
+        w.line("{0}const kiln_idx kiln_ro_{1} = kiln_idx(kiln_r) * kiln_p_{1}.kiln_s[{2}];", ind,
+               p.name, int(s.out_ndim));
       });
       return;
     }
@@ -189,7 +199,8 @@ struct Emit {
       w.line("{}}}", ind);
     }
     array_inputs([&](int, const Param& p) {
-      w.line("{0}kiln_ro_{1} += kiln_idx(kiln_rr) * kiln_p_{1}.kiln_s[{2}];", ind, p.name, int(s.out_ndim));
+      w.line("{0}kiln_ro_{1} += kiln_idx(kiln_rr) * kiln_p_{1}.kiln_s[{2}];", ind, p.name,
+             int(s.out_ndim));
     });
   }
   // The position along the reduced axes (C order) of the walker's element (vector) `o`.
@@ -203,9 +214,10 @@ struct Emit {
     const std::string base = fmt::format("kiln_p_{}.kiln_p + kiln_oo_{}{}", p.name, p.name,
                                          runs() ? " + kiln_ro_" + p.name : std::string());
     if (s.red_contiguous)
-      return fmt::format("reinterpret_cast<const {}*>({}) + kiln_idx({}) * {}", ctype(k), base, o, per);
-    return fmt::format("reinterpret_cast<const {}*>({} + kiln_idx({}) * kiln_p_{}.kiln_s[{}])", ctype(k), base, o,
-                       p.name, last());
+      return fmt::format("reinterpret_cast<const {}*>({}) + kiln_idx({}) * {}", ctype(k), base, o,
+                         per);
+    return fmt::format("reinterpret_cast<const {}*>({} + kiln_idx({}) * kiln_p_{}.kiln_s[{}])",
+                       ctype(k), base, o, p.name, last());
   }
 
   std::string map_call(std::string_view acc, std::string_view row, std::string_view j,
@@ -219,14 +231,17 @@ struct Emit {
     return call + "));";
   }
 
-  void post_store(std::string_view ind, std::string_view acc, std::string_view row, std::string_view out_extra = {}) {
+  void post_store(std::string_view ind, std::string_view acc, std::string_view row,
+                  std::string_view out_extra = {}) {
     std::string call = fmt::format("kiln_post({}.v, kiln_idx({})", acc, row);
     for (int k = def.nin; k < s.nparams; ++k) {
       const Param& p = param(k);
       if (!p.raw)
-        call += fmt::format(", *reinterpret_cast<{}*>(kiln_p_{}.kiln_p + kiln_oo_{}{})", ctype(k), p.name, p.name,
-                            out_extra.empty() ? std::string() : fmt::format(" + {} * kiln_p_{}.kiln_s[{}]", out_extra,
-                                                                               p.name, s.out_ndim - 1));
+        call += fmt::format(
+            ", *reinterpret_cast<{}*>(kiln_p_{}.kiln_p + kiln_oo_{}{})", ctype(k), p.name, p.name,
+            out_extra.empty()
+                ? std::string()
+                : fmt::format(" + {} * kiln_p_{}.kiln_s[{}]", out_extra, p.name, s.out_ndim - 1));
     }
     w.line("{}{});", ind, call);
   }
@@ -238,7 +253,8 @@ struct Emit {
     const int vw = s.red_contiguous ? s.vector_width : 1;
     w.line("{}const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", ind, vw);
     walker_setup(ind, t, g, vw);
-    w.line("{}for (kiln_uidx kiln_q = {}; kiln_q < kiln_nvec; kiln_q += {} * ({})) {{", ind, t, kUnroll, g);
+    w.line("{}for (kiln_uidx kiln_q = {}; kiln_q < kiln_nvec; kiln_q += {} * ({})) {{", ind, t,
+           kUnroll, g);
     array_inputs([&](int k, const Param& p) {
       w.line("{}  {} kiln_v_{}[{}][{}];", ind, ctype(k), p.name, kUnroll, vw);
     });
@@ -252,8 +268,11 @@ struct Emit {
     const std::string o = runs() ? "kiln_o" : "kiln_qu";
     w.line("{}kiln_jj[kiln_u] = {};", in2, walker_j(o, vw));
     array_inputs([&](int k, const Param& p) {
-      if (vw > 1) w.line("{}kiln_load<{}>(kiln_v_{}[kiln_u], {});", in2, vw, p.name, element_address(k, p, o, vw));
-      else w.line("{}kiln_v_{}[kiln_u][0] = *({});", in2, p.name, element_address(k, p, o, 1));
+      if (vw > 1)
+        w.line("{}kiln_load<{}>(kiln_v_{}[kiln_u], {});", in2, vw, p.name,
+               element_address(k, p, o, vw));
+      else
+        w.line("{}kiln_v_{}[kiln_u][0] = *({});", in2, p.name, element_address(k, p, o, 1));
     });
     w.line("{}    }}", ind);
     walker_advance(std::string(ind) + "    ");
@@ -263,7 +282,8 @@ struct Emit {
     w.line("{}    if (kiln_q + kiln_u * ({}) < kiln_nvec) {{", ind, g);
     w.line("#pragma unroll");
     w.line("{}      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, vw);
-    w.line("{}        {}", ind, map_call("kiln_a", "kiln_row", "kiln_jj[kiln_u] + kiln_k", [](int, const Param& p) {
+    w.line("{}        {}", ind,
+           map_call("kiln_a", "kiln_row", "kiln_jj[kiln_u] + kiln_k", [](int, const Param& p) {
              return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
            }));
     w.line("{}      }}", ind);
@@ -271,7 +291,10 @@ struct Emit {
     w.line("{}  }}", ind);
     w.line("{}}}", ind);
     if (vw > 1 && !runs()) {  // one run: the elements past the last whole vector
-      w.line("{}for (kiln_uidx kiln_j = kiln_nvec * {} + {}; kiln_j < kiln_uidx(kiln_n); kiln_j += {}) {{", ind, vw, t, g);
+      w.line(
+          "{}for (kiln_uidx kiln_j = kiln_nvec * {} + {}; kiln_j < kiln_uidx(kiln_n); kiln_j += "
+          "{}) {{",
+          ind, vw, t, g);
       w.line("{}  {}", ind, map_call("kiln_a", "kiln_row", "kiln_j", [&](int k, const Param& p) {
                return "*(" + element_address(k, p, "kiln_j", 1) + ")";
              }));
@@ -285,7 +308,9 @@ struct Emit {
       // blockDim.x lanes per row (a power of two up to 32), blockDim.y rows per block. Every
       // lane takes part in every shuffle: the row loop is uniform across the block.
       w.line("  const kiln_uidx kiln_t = threadIdx.x, kiln_lanes = blockDim.x;");
-      w.line("  for (kiln_uidx kiln_base = kiln_uidx(blockIdx.x) * blockDim.y; kiln_base < kiln_uidx(kiln_m);");
+      w.line(
+          "  for (kiln_uidx kiln_base = kiln_uidx(blockIdx.x) * blockDim.y; kiln_base < "
+          "kiln_uidx(kiln_m);");
       w.line("       kiln_base += kiln_uidx(gridDim.x) * blockDim.y) {{");
       w.line("    const kiln_uidx kiln_row = kiln_base + threadIdx.y;");
       w.line("    const bool kiln_live = kiln_row < kiln_uidx(kiln_m);");
@@ -303,7 +328,9 @@ struct Emit {
       return;
     }
     if (!s.split) {
-      w.line("  for (kiln_uidx kiln_row = blockIdx.x; kiln_row < kiln_uidx(kiln_m); kiln_row += gridDim.x) {{");
+      w.line(
+          "  for (kiln_uidx kiln_row = blockIdx.x; kiln_row < kiln_uidx(kiln_m); kiln_row += "
+          "gridDim.x) {{");
       out_offsets(ind, "kiln_row");
       w.line("    kiln_acc kiln_a = kiln_init();");
       w.line("    {{");
@@ -318,8 +345,12 @@ struct Emit {
     }
     // Split: the grid is exactly M * S blocks; block b works on part b % S of row b / S.
     w.line("  const kiln_uidx kiln_parts = gridDim.x / kiln_uidx(kiln_m);");
-    w.line("  const kiln_uidx kiln_row = blockIdx.x / kiln_parts, kiln_part = blockIdx.x % kiln_parts;");
-    w.line("  const kiln_uidx kiln_t = kiln_part * blockDim.x + threadIdx.x, kiln_g = kiln_parts * blockDim.x;");
+    w.line(
+        "  const kiln_uidx kiln_row = blockIdx.x / kiln_parts, kiln_part = blockIdx.x % "
+        "kiln_parts;");
+    w.line(
+        "  const kiln_uidx kiln_t = kiln_part * blockDim.x + threadIdx.x, kiln_g = kiln_parts * "
+        "blockDim.x;");
     w.line("  {{");
     out_offsets(ind, "kiln_row");
     w.line("    kiln_acc kiln_a = kiln_init();");
@@ -332,7 +363,9 @@ struct Emit {
     w.line("    if (threadIdx.x == 0) {{");
     w.line("      kiln_ws[kiln_row * kiln_parts + kiln_part] = kiln_a;");
     w.line("      __threadfence();");
-    w.line("      kiln_last = atomicInc(kiln_sem + kiln_row, unsigned(kiln_parts) - 1u) == unsigned(kiln_parts) - 1u;");
+    w.line(
+        "      kiln_last = atomicInc(kiln_sem + kiln_row, unsigned(kiln_parts) - 1u) == "
+        "unsigned(kiln_parts) - 1u;");
     w.line("    }}");
     w.line("    __syncthreads();");
     w.line("    if (kiln_last) {{");
@@ -379,12 +412,15 @@ struct Emit {
     const int vw = s.vector_width;
     const char* ind = "  ";
     outer_combine_lambda();
-    w.line("  const kiln_uidx kiln_col = (kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x) * {};", vw);
+    w.line("  const kiln_uidx kiln_col = (kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x) * {};",
+           vw);
     w.line("  const bool kiln_live = kiln_col < kiln_uidx(kiln_m);");
     if (s.split) {
       w.line("  const kiln_uidx kiln_chunk = (kiln_uidx(kiln_n) + gridDim.y - 1) / gridDim.y;");
       w.line("  const kiln_uidx kiln_jb = kiln_uidx(blockIdx.y) * kiln_chunk;");
-      w.line("  const kiln_uidx kiln_je = kiln_jb + kiln_chunk < kiln_uidx(kiln_n) ? kiln_jb + kiln_chunk : kiln_uidx(kiln_n);");
+      w.line(
+          "  const kiln_uidx kiln_je = kiln_jb + kiln_chunk < kiln_uidx(kiln_n) ? kiln_jb + "
+          "kiln_chunk : kiln_uidx(kiln_n);");
     } else {
       w.line("  const kiln_uidx kiln_jb = 0, kiln_je = kiln_uidx(kiln_n);");
     }
@@ -393,36 +429,47 @@ struct Emit {
     w.line("#pragma unroll");
     w.line("  for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_a[kiln_k] = kiln_init();", vw);
     w.line("  if (kiln_live && kiln_jb + threadIdx.y < kiln_je) {{");
-  walker_setup("    ", "kiln_jb + threadIdx.y", "blockDim.y", 1);
-  // kUnroll rows loaded first, then reduced: the loads stay in flight together whatever
-  // branches the reduction takes.
-  w.line("    for (kiln_uidx kiln_j = kiln_jb + threadIdx.y; kiln_j < kiln_je; kiln_j += {} * blockDim.y) {{", kUnroll);
-  array_inputs([&](int k, const Param& p) { w.line("      {} kiln_v_{}[{}][{}];", ctype(k), p.name, kUnroll, vw); });
-  w.line("#pragma unroll");
-  w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", kUnroll);
-  w.line("        if (kiln_j + kiln_u * blockDim.y < kiln_je) {{");
-  run_offsets("          ");
-  const std::string o = runs() ? "kiln_o" : "(kiln_j + kiln_u * blockDim.y)";
-  array_inputs([&](int k, const Param& p) {
-    const std::string at = fmt::format("kiln_p_{}.kiln_p + kiln_oo_{}{} + kiln_idx({}) * kiln_p_{}.kiln_s[{}]", p.name,
-                                       p.name, runs() ? " + kiln_ro_" + p.name : std::string(), o, p.name, last());
-    if (vw > 1) w.line("          kiln_load<{}>(kiln_v_{}[kiln_u], reinterpret_cast<const {}*>({}));", vw, p.name, ctype(k), at);
-    else w.line("          kiln_v_{}[kiln_u][0] = *reinterpret_cast<const {}*>({});", p.name, ctype(k), at);
-  });
-  w.line("        }}");
-  walker_advance("        ");
-  w.line("      }}");
-  w.line("#pragma unroll");
-  w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", kUnroll);
-  w.line("        if (kiln_j + kiln_u * blockDim.y < kiln_je)");
-  w.line("#pragma unroll");
-  w.line("          for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
-  w.line("            {}", map_call("kiln_a[kiln_k]", "kiln_col + kiln_k", "kiln_j + kiln_u * blockDim.y", [](int, const Param& p) {
-           return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
-         }));
-  w.line("    }}");
-  w.line("  }}");
-  w.line("  kiln_outer_combine(kiln_a);");
+    walker_setup("    ", "kiln_jb + threadIdx.y", "blockDim.y", 1);
+    // kUnroll rows loaded first, then reduced: the loads stay in flight together whatever
+    // branches the reduction takes.
+    w.line(
+        "    for (kiln_uidx kiln_j = kiln_jb + threadIdx.y; kiln_j < kiln_je; kiln_j += {} * "
+        "blockDim.y) {{",
+        kUnroll);
+    array_inputs([&](int k, const Param& p) {
+      w.line("      {} kiln_v_{}[{}][{}];", ctype(k), p.name, kUnroll, vw);
+    });
+    w.line("#pragma unroll");
+    w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", kUnroll);
+    w.line("        if (kiln_j + kiln_u * blockDim.y < kiln_je) {{");
+    run_offsets("          ");
+    const std::string o = runs() ? "kiln_o" : "(kiln_j + kiln_u * blockDim.y)";
+    array_inputs([&](int k, const Param& p) {
+      const std::string at = fmt::format(
+          "kiln_p_{}.kiln_p + kiln_oo_{}{} + kiln_idx({}) * kiln_p_{}.kiln_s[{}]", p.name, p.name,
+          runs() ? " + kiln_ro_" + p.name : std::string(), o, p.name, last());
+      if (vw > 1)
+        w.line("          kiln_load<{}>(kiln_v_{}[kiln_u], reinterpret_cast<const {}*>({}));", vw,
+               p.name, ctype(k), at);
+      else
+        w.line("          kiln_v_{}[kiln_u][0] = *reinterpret_cast<const {}*>({});", p.name,
+               ctype(k), at);
+    });
+    w.line("        }}");
+    walker_advance("        ");
+    w.line("      }}");
+    w.line("#pragma unroll");
+    w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", kUnroll);
+    w.line("        if (kiln_j + kiln_u * blockDim.y < kiln_je)");
+    w.line("#pragma unroll");
+    w.line("          for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
+    w.line("            {}", map_call("kiln_a[kiln_k]", "kiln_col + kiln_k",
+                                      "kiln_j + kiln_u * blockDim.y", [](int, const Param& p) {
+                                        return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
+                                      }));
+    w.line("    }}");
+    w.line("  }}");
+    w.line("  kiln_outer_combine(kiln_a);");
     if (!s.split) {
       w.line("  if (kiln_live && threadIdx.y == 0) {{");
       w.line("#pragma unroll");
@@ -437,7 +484,10 @@ struct Emit {
     w.line("  __shared__ bool kiln_last;");
     w.line("  if (kiln_live && threadIdx.y == 0) {{");
     w.line("#pragma unroll");
-    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_ws[kiln_uidx(blockIdx.y) * kiln_uidx(kiln_m) + kiln_col + kiln_k] = kiln_a[kiln_k];", vw);
+    w.line(
+        "    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_ws[kiln_uidx(blockIdx.y) * "
+        "kiln_uidx(kiln_m) + kiln_col + kiln_k] = kiln_a[kiln_k];",
+        vw);
     w.line("  }}");
     w.line("  __threadfence();");
     w.line("  __syncthreads();");
@@ -453,7 +503,9 @@ struct Emit {
     w.line("    for (kiln_uidx kiln_q = threadIdx.y; kiln_q < gridDim.y; kiln_q += blockDim.y)");
     w.line("#pragma unroll");
     w.line("      for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
-    w.line("        kiln_combine(kiln_b[kiln_k], kiln_load_cg(kiln_ws + kiln_q * kiln_uidx(kiln_m) + kiln_col + kiln_k));");
+    w.line(
+        "        kiln_combine(kiln_b[kiln_k], kiln_load_cg(kiln_ws + kiln_q * kiln_uidx(kiln_m) + "
+        "kiln_col + kiln_k));");
     w.line("  kiln_outer_combine(kiln_b);");
     w.line("  if (kiln_live && threadIdx.y == 0) {{");
     w.line("#pragma unroll");
@@ -474,11 +526,17 @@ AbiArg reduction_arg(const ReductionSpec& s, int k, bool is_output) {
   const auto& o = s.params[std::size_t(k)];
   const dtype t = s.param_dtype(k);
   switch (s.kind(k)) {
-    case OperandKind::scalar: return {.kind = AbiKind::value, .type = t};
+    case OperandKind::scalar:
+      return {.kind = AbiKind::value, .type = t};
     case OperandKind::raw_array:
-      return {.kind = AbiKind::raw_array, .type = t, .ndim = o.raw_ndim, .contiguous = o.raw_contiguous != 0};
+      return {.kind = AbiKind::raw_array,
+              .type = t,
+              .ndim = o.raw_ndim,
+              .contiguous = o.raw_contiguous != 0};
     default:
-      return {.kind = AbiKind::strided, .type = t, .ndim = is_output ? s.out_ndim : s.out_ndim + s.red_ndim};
+      return {.kind = AbiKind::strided,
+              .type = t,
+              .ndim = is_output ? s.out_ndim : s.out_ndim + s.red_ndim};
   }
 }
 
@@ -490,19 +548,25 @@ std::string emit_reduction(const ReductionDefinition& def, const ReductionSpec& 
   emit_prologue(w, def, s,
                 {def.map_expr, def.reduce_expr, def.post_map_expr, def.reduce_type, def.preamble},
                 device_source("kiln_reduction"));
-  if (def.reduce_type.empty()) w.line("typedef {} _type_reduce;", s.param_dtype(def.nin).device_type());
-  else w.line("typedef {} _type_reduce;", def.reduce_type);
+  if (def.reduce_type.empty())
+    w.line("typedef {} _type_reduce;", s.param_dtype(def.nin).device_type());
+  else
+    w.line("typedef {} _type_reduce;", def.reduce_type);
   // `has` is false only for a partial that saw no element of a reduction with no identity.
   w.line("struct __align__(8) kiln_acc {{ _type_reduce v; bool has; }};");
   if (s.split) w.line("__device__ unsigned char {}[sizeof(kiln_acc)];", reduction_partial_global);
   Emit e{w, def, s};
   e.signature();
   w.line("  kiln_grid_dependency_wait();");  // see kiln_core.cuh
-  w.line("  const kiln_loop_index<kiln_idx> _in_ind{{kiln_idx(kiln_m * kiln_n), 0}}, _out_ind{{kiln_m, 0}};");
+  w.line(
+      "  const kiln_loop_index<kiln_idx> _in_ind{{kiln_idx(kiln_m * kiln_n), 0}}, "
+      "_out_ind{{kiln_m, 0}};");
   w.line("  (void)_in_ind; (void)_out_ind;");
   e.lambdas();
-  if (s.strategy == ReductionStrategy::outer) e.outer();
-  else e.inner();
+  if (s.strategy == ReductionStrategy::outer)
+    e.outer();
+  else
+    e.inner();
   w.line("}}");
   return w.take();
 }

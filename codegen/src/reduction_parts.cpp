@@ -1,9 +1,9 @@
 #include "kiln/codegen/reduction_parts.hpp"
 
+#include <fmt/format.h>
+
 #include <iterator>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace kiln::codegen {
 
@@ -23,7 +23,8 @@ std::string part_functions(const ReductionPart& p, int index, int helpers) {
                  "  (void)_J;\n  return static_cast<_type_reduce>({});\n}}\n",
                  c.map_expr);
   fmt::format_to(out,
-                 "__device__ __forceinline__ _type_reduce reduce(const _type_reduce& a, const _type_reduce& b) {{\n"
+                 "__device__ __forceinline__ _type_reduce reduce(const _type_reduce& a, const "
+                 "_type_reduce& b) {{\n"
                  "  return ({});\n}}\n",
                  c.reduce_expr);
   s += "__device__ __forceinline__ acc init() {\n  acc r;\n";
@@ -33,18 +34,22 @@ std::string part_functions(const ReductionPart& p, int index, int helpers) {
     s += "  r.has = false;\n";
   s += "  return r;\n}\n";
   s += "__device__ __forceinline__ void add(acc& x, const _type_reduce& v) {\n";
-  s += identity ? "  x.v = reduce(x.v, v);\n" : "  x.v = x.has ? reduce(x.v, v) : v;\n  x.has = true;\n";
+  s += identity ? "  x.v = reduce(x.v, v);\n"
+                : "  x.v = x.has ? reduce(x.v, v) : v;\n  x.has = true;\n";
   s += "}\n";
   s += "__device__ __forceinline__ void combine(acc& x, const acc& y) {\n";
   s += identity ? "  x.v = reduce(x.v, y.v);\n" : "  if (y.has) add(x, y.v);\n";
   s += "}\n";
-  fmt::format_to(out,
-                 "__device__ __forceinline__ void post(const _type_reduce& a, U& y, const long long ddof,\n"
-                 "                                     const long long kiln_in_size, const long long kiln_out_size) {{\n"
-                 "  const kiln_loop_index<long long> _in_ind{{kiln_in_size, 0}}, _out_ind{{kiln_out_size, 0}};\n"
-                 "  (void)_in_ind; (void)_out_ind; (void)ddof;\n"
-                 "  {};\n}}\n",
-                 c.post_map_expr);
+  fmt::format_to(
+      out,
+      "__device__ __forceinline__ void post(const _type_reduce& a, U& y, const long long ddof,\n"
+      "                                     const long long kiln_in_size, const long long "
+      "kiln_out_size) {{\n"
+      "  const kiln_loop_index<long long> _in_ind{{kiln_in_size, 0}}, _out_ind{{kiln_out_size, "
+      "0}};\n"
+      "  (void)_in_ind; (void)_out_ind; (void)ddof;\n"
+      "  {};\n}}\n",
+      c.post_map_expr);
   fmt::format_to(out, "}}  // namespace kiln_r{}\n", index);
   return s;
 }
@@ -59,27 +64,31 @@ std::string reduction_parts_text(std::span<const ReductionPart> parts) {
   int nhelpers = 0;
   for (std::size_t k = 0; k < parts.size(); ++k) {
     for (std::size_t j = 0; j < k; ++j)
-      if (parts[j].in == parts[k].in && parts[j].out == parts[k].out && parts[j].code.preamble == parts[k].code.preamble)
+      if (parts[j].in == parts[k].in && parts[j].out == parts[k].out &&
+          parts[j].code.preamble == parts[k].code.preamble)
         helper_of[k] = helper_of[j];
     if (helper_of[k] >= 0) continue;
     helper_of[k] = nhelpers++;
-    fmt::format_to(std::back_inserter(s), "namespace kiln_h{} {{\ntypedef {} T;\ntypedef {} U;\n", helper_of[k],
-                   parts[k].in.device_type(), parts[k].out.device_type());
+    fmt::format_to(std::back_inserter(s), "namespace kiln_h{} {{\ntypedef {} T;\ntypedef {} U;\n",
+                   helper_of[k], parts[k].in.device_type(), parts[k].out.device_type());
     s += parts[k].code.preamble;
     if (!parts[k].code.preamble.empty() && parts[k].code.preamble.back() != '\n') s += '\n';
     fmt::format_to(std::back_inserter(s), "}}  // namespace kiln_h{}\n", helper_of[k]);
   }
-  for (std::size_t k = 0; k < parts.size(); ++k) s += part_functions(parts[k], int(k), helper_of[k]);
+  for (std::size_t k = 0; k < parts.size(); ++k)
+    s += part_functions(parts[k], int(k), helper_of[k]);
   return s;
 }
 
-ReductionCode composite_reduction(std::span<const ReductionPart> parts, std::span<const std::string> inputs,
+ReductionCode composite_reduction(std::span<const ReductionPart> parts,
+                                  std::span<const std::string> inputs,
                                   std::span<const int> ddof_inputs, std::string_view helpers) {
   ReductionCode c;
   c.preamble = helpers;
   c.preamble += reduction_parts_text(parts);
   c.preamble += "struct kiln_multi {";
-  for (std::size_t k = 0; k < parts.size(); ++k) fmt::format_to(std::back_inserter(c.preamble), " kiln_r{}::_type_reduce v{};", k, k);
+  for (std::size_t k = 0; k < parts.size(); ++k)
+    fmt::format_to(std::back_inserter(c.preamble), " kiln_r{}::_type_reduce v{};", k, k);
   c.preamble += " };\n";
   c.reduce_type = "kiln_multi";
   bool identity = true;
@@ -90,11 +99,14 @@ ReductionCode composite_reduction(std::span<const ReductionPart> parts, std::spa
   for (std::size_t k = 0; k < parts.size(); ++k) {
     const char* sep = k ? ", " : "";
     fmt::format_to(std::back_inserter(c.map_expr), "{}kiln_r{}::map({}, _J)", sep, k, inputs[k]);
-    fmt::format_to(std::back_inserter(c.reduce_expr), "{}kiln_r{}::reduce(a.v{}, b.v{})", sep, k, k, k);
+    fmt::format_to(std::back_inserter(c.reduce_expr), "{}kiln_r{}::reduce(a.v{}, b.v{})", sep, k, k,
+                   k);
     if (identity) fmt::format_to(std::back_inserter(c.identity), "{}kiln_r{}::init().v", sep, k);
-    const std::string ddof = ddof_inputs[k] >= 0 ? fmt::format("(long long)in{}", ddof_inputs[k]) : "0";
-    fmt::format_to(std::back_inserter(c.post_map_expr), "kiln_r{}::post(a.v{}, out{}, {}, _in_ind.size(), _out_ind.size());\n",
-                   k, k, k, ddof);
+    const std::string ddof =
+        ddof_inputs[k] >= 0 ? fmt::format("(long long)in{}", ddof_inputs[k]) : "0";
+    fmt::format_to(std::back_inserter(c.post_map_expr),
+                   "kiln_r{}::post(a.v{}, out{}, {}, _in_ind.size(), _out_ind.size());\n", k, k, k,
+                   ddof);
   }
   c.map_expr += "}";
   c.reduce_expr += "}";

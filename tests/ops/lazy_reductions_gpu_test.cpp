@@ -3,7 +3,6 @@
 // random data, outputs poisoned first; both plans (one row kernel; passes of composite
 // reductions), in place, float16 and float64 rows.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <tuple>
@@ -29,7 +28,8 @@ ndarray random_f32(const Shape& shape, std::vector<float>& host, double lo = -3,
   return asarray(host, shape);
 }
 
-std::vector<double> host_softmax(const std::vector<float>& x, std::int64_t rows, std::int64_t n, bool log_form) {
+std::vector<double> host_softmax(const std::vector<float>& x, std::int64_t rows, std::int64_t n,
+                                 bool log_form) {
   std::vector<double> out(x.size());
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* v = &x[std::size_t(r * n)];
@@ -37,13 +37,15 @@ std::vector<double> host_softmax(const std::vector<float>& x, std::int64_t rows,
     for (std::int64_t k = 0; k < n; ++k) m = std::max(m, double(v[k]));
     for (std::int64_t k = 0; k < n; ++k) s += std::exp(double(v[k]) - m);
     for (std::int64_t k = 0; k < n; ++k)
-      out[std::size_t(r * n + k)] = log_form ? double(v[k]) - m - std::log(s) : std::exp(double(v[k]) - m) / s;
+      out[std::size_t(r * n + k)] =
+          log_form ? double(v[k]) - m - std::log(s) : std::exp(double(v[k]) - m) / s;
   }
   return out;
 }
 
 std::vector<double> host_layer_norm(const std::vector<float>& x, std::int64_t rows, std::int64_t n,
-                                    const std::vector<float>& g, const std::vector<float>& b, double eps) {
+                                    const std::vector<float>& g, const std::vector<float>& b,
+                                    double eps) {
   std::vector<double> out(x.size());
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* v = &x[std::size_t(r * n)];
@@ -53,33 +55,42 @@ std::vector<double> host_layer_norm(const std::vector<float>& x, std::int64_t ro
     for (std::int64_t k = 0; k < n; ++k) q += (v[k] - m) * (v[k] - m);
     q /= double(n);
     for (std::int64_t k = 0; k < n; ++k)
-      out[std::size_t(r * n + k)] = (v[k] - m) / std::sqrt(q + eps) * g[std::size_t(k)] + b[std::size_t(k)];
+      out[std::size_t(r * n + k)] =
+          (v[k] - m) / std::sqrt(q + eps) * g[std::size_t(k)] + b[std::size_t(k)];
   }
   return out;
 }
 
 template <class T>
 double to_double(const T& v) {
-  if constexpr (std::is_same_v<T, half>) return double(float(v));
-  else return double(v);
+  if constexpr (std::is_same_v<T, half>)
+    return double(float(v));
+  else
+    return double(v);
 }
 
 template <class T = float>
-std::size_t mismatches(const ndarray& got, const std::vector<double>& want, double abs_tol, double rel_tol) {
+std::size_t mismatches(const ndarray& got, const std::vector<double>& want, double abs_tol,
+                       double rel_tol) {
   const auto h = got.get<T>();
   REQUIRE(h.size() == want.size());
   std::size_t bad = 0, first = 0;
   for (std::size_t k = 0; k < h.size(); ++k)
-    if (!(std::abs(to_double(h[k]) - want[k]) <= abs_tol + rel_tol * std::abs(want[k])) && bad++ == 0) first = k;
-  if (bad) WARN("first mismatch at " << first << ": got " << to_double(h[first]) << ", want " << want[first]);
+    if (!(std::abs(to_double(h[k]) - want[k]) <= abs_tol + rel_tol * std::abs(want[k])) &&
+        bad++ == 0)
+      first = k;
+  if (bad)
+    WARN("first mismatch at " << first << ": got " << to_double(h[first]) << ", want "
+                              << want[first]);
   return bad;
 }
 
 }  // namespace
 
-TEST_CASE("softmax and log-softmax over the last axis match the host for short, long and odd rows", "[ops][gpu]") {
-  for (Shape shape : {Shape{257, 4096}, Shape{1000, 37}, Shape{64, 8192}, Shape{33, 16384}, Shape{5000, 4},
-                      Shape{3, 300001}}) {
+TEST_CASE("softmax and log-softmax over the last axis match the host for short, long and odd rows",
+          "[ops][gpu]") {
+  for (Shape shape : {Shape{257, 4096}, Shape{1000, 37}, Shape{64, 8192}, Shape{33, 16384},
+                      Shape{5000, 4}, Shape{3, 300001}}) {
     INFO(shape.str());
     std::vector<float> h;
     const ndarray a = random_f32(shape, h);
@@ -97,7 +108,8 @@ TEST_CASE("softmax and log-softmax over the last axis match the host for short, 
 TEST_CASE("kiln::fuse runs softmax and layer norm written with NumPy's functions", "[ops][gpu]") {
   const Shape shape{512, 1024};
   std::vector<float> h, hg, hb;
-  const ndarray a = random_f32(shape, h), g = random_f32({1024}, hg, 0.5, 2), b = random_f32({1024}, hb);
+  const ndarray a = random_f32(shape, h), g = random_f32({1024}, hg, 0.5, 2),
+                b = random_f32({1024}, hb);
   const auto softmax = fuse([](auto x) {
     auto e = kiln::exp(x - kiln::max(x, -1, true));
     return e / kiln::sum(e, -1, true);
@@ -121,7 +133,8 @@ TEST_CASE("kiln::fuse runs softmax and layer norm written with NumPy's functions
 TEST_CASE("layer norm of float16 and float64 rows matches the host", "[ops][gpu]") {
   const std::int64_t rows = 300, n = 768;
   std::vector<float> h, hg, hb;
-  const ndarray a = random_f32({rows, n}, h), g = random_f32({n}, hg, 0.5, 2), b = random_f32({n}, hb);
+  const ndarray a = random_f32({rows, n}, h), g = random_f32({n}, hg, 0.5, 2),
+                b = random_f32({n}, hb);
   const auto want = host_layer_norm(h, rows, n, hg, hb, 1e-5);
   {
     const auto x = lazy(a.astype(float64));
@@ -134,7 +147,8 @@ TEST_CASE("layer norm of float16 and float64 rows matches the host", "[ops][gpu]
     std::vector<float> hh;
     for (half v : ah.get<half>()) hh.push_back(float(v));
     const auto x = lazy(ah);
-    const ndarray y = (x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g.astype(float16) + b.astype(float16);
+    const ndarray y = (x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g.astype(float16) +
+                      b.astype(float16);
     CHECK(y.dtype() == float16);
     std::vector<float> gh, bh;
     for (half v : g.astype(float16).get<half>()) gh.push_back(float(v));
@@ -143,7 +157,8 @@ TEST_CASE("layer norm of float16 and float64 rows matches the host", "[ops][gpu]
   }
 }
 
-TEST_CASE("standardising over batch axes and batch statistics run in the fewest passes", "[ops][gpu]") {
+TEST_CASE("standardising over batch axes and batch statistics run in the fewest passes",
+          "[ops][gpu]") {
   // Over axis 0 of (N, D): rows along a strided axis, so a reduction pass then one elementwise.
   const Shape shape{300, 257};
   std::vector<float> h;
@@ -156,9 +171,11 @@ TEST_CASE("standardising over batch axes and batch statistics run in the fewest 
     double m = 0, q = 0;
     for (std::int64_t r = 0; r < 300; ++r) m += h[std::size_t(r * 257 + c)];
     m /= 300;
-    for (std::int64_t r = 0; r < 300; ++r) q += (h[std::size_t(r * 257 + c)] - m) * (h[std::size_t(r * 257 + c)] - m);
+    for (std::int64_t r = 0; r < 300; ++r)
+      q += (h[std::size_t(r * 257 + c)] - m) * (h[std::size_t(r * 257 + c)] - m);
     const double sd = std::sqrt(q / 300);
-    for (std::int64_t r = 0; r < 300; ++r) want[std::size_t(r * 257 + c)] = (h[std::size_t(r * 257 + c)] - m) / sd;
+    for (std::int64_t r = 0; r < 300; ++r)
+      want[std::size_t(r * 257 + c)] = (h[std::size_t(r * 257 + c)] - m) / sd;
   }
   CHECK(mismatches(z, want, 1e-4, 1e-4) == 0);
 
@@ -200,7 +217,8 @@ TEST_CASE("standardising over batch axes and batch statistics run in the fewest 
   CHECK(bad == 0);
 }
 
-TEST_CASE("reductions over different axes in one expression and reductions as results evaluate", "[ops][gpu]") {
+TEST_CASE("reductions over different axes in one expression and reductions as results evaluate",
+          "[ops][gpu]") {
   const Shape shape{40, 70};
   std::vector<float> h;
   const ndarray a = random_f32(shape, h);

@@ -48,7 +48,8 @@ void compile_some(const RowKernel& k, const aot_target& t) {
   }
 }
 
-bool plan(const Shape& loop, std::uint64_t mask, std::vector<ndarray> arrays, int nin, detail::RowPlan& p) {
+bool plan(const Shape& loop, std::uint64_t mask, std::vector<ndarray> arrays, int nin,
+          detail::RowPlan& p) {
   std::vector<const ndarray*> ptrs;
   std::vector<dtype> types;
   for (const auto& a : arrays) ptrs.push_back(&a), types.push_back(a.dtype());
@@ -57,7 +58,8 @@ bool plan(const Shape& loop, std::uint64_t mask, std::vector<ndarray> arrays, in
 
 }  // namespace
 
-TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compiles for sm_90", "[ops]") {
+TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compiles for sm_90",
+          "[ops]") {
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
   const ndarray a = no_memory({64, 4096}, float32);
@@ -84,7 +86,8 @@ TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compi
     CHECK(kept > 0);  // (not every spec: 8 vectors of float4 would hold too many registers)
   }
 
-  const lazy_expr log_softmax = (x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true));
+  const lazy_expr log_softmax =
+      (x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true));
   const RowKernel* ls = aot::row_kernel(log_softmax);
   REQUIRE(ls);
   compile_some(*ls, row_target(log_softmax, float32));
@@ -111,18 +114,19 @@ TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compi
 
 TEST_CASE("reductions over other axes or without keepdims do not plan as rows", "[ops]") {
   const auto x = lazy(no_memory({64, 256, 8}, float32));
-  CHECK(aot::row_kernel(x - mean(x, 1, true)));                     // a middle axis is a row too
-  CHECK(aot::row_kernel(x - mean(x, {0, 2}, true)));                // several axes
-  CHECK(aot::row_kernel(x / sum(x)));                               // every axis, 0-d
+  CHECK(aot::row_kernel(x - mean(x, 1, true)));       // a middle axis is a row too
+  CHECK(aot::row_kernel(x - mean(x, {0, 2}, true)));  // several axes
+  CHECK(aot::row_kernel(x / sum(x)));                 // every axis, 0-d
   CHECK_FALSE(aot::row_kernel(x - mean(x, -1, true) + max(x, 0, true)));  // two axis sets
-  CHECK_FALSE(aot::row_kernel(mean(x, -1) + 1));                    // no keepdims: a smaller output
-  CHECK_FALSE(aot::row_kernel(x * 2));                              // no reduction
+  CHECK_FALSE(aot::row_kernel(mean(x, -1) + 1));  // no keepdims: a smaller output
+  CHECK_FALSE(aot::row_kernel(x * 2));            // no reduction
 }
 
 TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a block", "[ops]") {
   detail::RowPlan p;
   // softmax rows of 4096 float32: a block of 256 lanes, 4 float4 each.
-  REQUIRE(plan({16384, 4096}, 0b10, {no_memory({16384, 4096}, float32), no_memory({16384, 4096}, float32)}, 1, p));
+  REQUIRE(plan({16384, 4096}, 0b10,
+               {no_memory({16384, 4096}, float32), no_memory({16384, 4096}, float32)}, 1, p));
   CHECK(p.spec.vector_width == 4);
   CHECK(p.spec.items == 4);
   CHECK(p.spec.group == 0);
@@ -130,28 +134,32 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
   CHECK(p.m == 16384);
   CHECK(p.n == 4096);
   // Rows of 16384: 512 lanes of 8 float4 each.
-  REQUIRE(plan({64, 16384}, 0b10, {no_memory({64, 16384}, float32), no_memory({64, 16384}, float32)}, 1, p));
+  REQUIRE(plan({64, 16384}, 0b10,
+               {no_memory({64, 16384}, float32), no_memory({64, 16384}, float32)}, 1, p));
   CHECK(p.lanes == 512);
   CHECK(p.spec.items == 8);
   // Short rows: groups of lanes, several rows per block.
-  REQUIRE(plan({100000, 64}, 0b10, {no_memory({100000, 64}, float32), no_memory({100000, 64}, float32)}, 1, p));
+  REQUIRE(plan({100000, 64}, 0b10,
+               {no_memory({100000, 64}, float32), no_memory({100000, 64}, float32)}, 1, p));
   CHECK(p.spec.group == 1);
   CHECK(p.lanes == 4);
   CHECK(p.rows_per_block == 64);
   CHECK(p.spec.items == 4);
   // A broadcast input (g of layer norm) moves along the row; a per-row input does not.
   REQUIRE(plan({512, 1024}, 0b10,
-               {no_memory({512, 1024}, float32), no_memory({1024}, float32), no_memory({512, 1}, float32),
-                no_memory({512, 1024}, float32)},
+               {no_memory({512, 1024}, float32), no_memory({1024}, float32),
+                no_memory({512, 1}, float32), no_memory({512, 1024}, float32)},
                3, p));
   CHECK(p.strides[1][1] == 4);
   CHECK(p.strides[2][1] == 0);
   // Rows along a strided axis, or longer than a block holds, do not fit.
-  CHECK_FALSE(plan({4096, 64}, 0b01, {no_memory({4096, 64}, float32), no_memory({4096, 64}, float32)}, 1, p));
-  CHECK_FALSE(plan({4, 1 << 20}, 0b10, {no_memory({4, 1 << 20}, float32), no_memory({4, 1 << 20}, float32)}, 1, p));
+  CHECK_FALSE(plan({4096, 64}, 0b01,
+                   {no_memory({4096, 64}, float32), no_memory({4096, 64}, float32)}, 1, p));
+  CHECK_FALSE(plan({4, 1 << 20}, 0b10,
+                   {no_memory({4, 1 << 20}, float32), no_memory({4, 1 << 20}, float32)}, 1, p));
   // Rows over two axes that merge (the last two of NCHW's H, W) are one row.
-  REQUIRE(plan({8, 16, 28, 28}, 0b1100, {no_memory({8, 16, 28, 28}, float32), no_memory({8, 16, 28, 28}, float32)},
-               1, p));
+  REQUIRE(plan({8, 16, 28, 28}, 0b1100,
+               {no_memory({8, 16, 28, 28}, float32), no_memory({8, 16, 28, 28}, float32)}, 1, p));
   CHECK(p.n == 28 * 28);
   CHECK(p.m == 8 * 16);
 }
@@ -160,7 +168,8 @@ TEST_CASE("reductions evaluated together compile as one multi-output reduction k
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
   const auto x = lazy(no_memory({64, 256, 56, 56}, float32));
-  const expr stats[] = {mean(x, {0, 2, 3}), var(x, {0, 2, 3}, false, {.ddof = 1}), max(x * x, {0, 2, 3})};
+  const expr stats[] = {mean(x, {0, 2, 3}), var(x, {0, 2, 3}, false, {.ddof = 1}),
+                        max(x * x, {0, 2, 3})};
   const ReductionKernel& k = aot::multi_reduction(stats);
   CHECK(k.nout() == 3);
   // x, the ddof (a raw int64 scalar), then the outputs.
@@ -179,10 +188,12 @@ TEST_CASE("reductions evaluated together compile as one multi-output reduction k
 
 TEST_CASE("lazy reductions check axes, dtypes and empty inputs when they are built", "[ops]") {
   const auto x = lazy(no_memory({0, 3}, float32));
-  KILN_CHECK_THROWS(max(x, 0, true), ValueError, Catch::Contains("operation maximum which has no identity"));
+  KILN_CHECK_THROWS(max(x, 0, true), ValueError,
+                    Catch::Contains("operation maximum which has no identity"));
   KILN_CHECK_THROWS(sum(x, 2, true), ValueError, Catch::Contains("axis 2 is out of bounds"));
   KILN_CHECK_THROWS(var(lazy(no_memory({4}, complex64))), TypeError, Catch::Contains("complex"));
-  KILN_CHECK_THROWS(var_mean(x, 0, false, {.out = no_memory({3}, float32)}), TypeError, Catch::Contains("no out"));
+  KILN_CHECK_THROWS(var_mean(x, 0, false, {.out = no_memory({3}, float32)}), TypeError,
+                    Catch::Contains("no out"));
   const lazy_expr s = sum(x, 0, true);  // empty rows sum to 0: fine
   CHECK(s.shape() == Shape{1, 3});
   CHECK(s.dtype() == float32);
@@ -199,10 +210,14 @@ TEST_CASE("var_mean and std_mean compile for sm_90 for every real dtype class", 
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
   for (const ReductionKernel* k : aot::builtin_reductions()) {
     if (k->name() != "kiln_var_mean" && k->name() != "kiln_std_mean") continue;
-    for (auto [in, out] : std::vector<std::pair<dtype, dtype>>{
-             {bool_, float64}, {int16, float64}, {float16, float16}, {float32, float32}, {float64, float64}}) {
+    for (auto [in, out] : std::vector<std::pair<dtype, dtype>>{{bool_, float64},
+                                                               {int16, float64},
+                                                               {float16, float16},
+                                                               {float32, float32},
+                                                               {float64, float64}}) {
       INFO(k->name() << " " << in.name());
-      const auto specs = k->specs({.dtypes = {in, int64, out, out}, .scalar_inputs = {1}, .max_ndim = 2, .index64 = false});
+      const auto specs = k->specs(
+          {.dtypes = {in, int64, out, out}, .scalar_inputs = {1}, .max_ndim = 2, .index64 = false});
       for (std::size_t i : {std::size_t(0), specs.size() / 3, specs.size() - 1}) {
         const auto req = k->compile_request(specs[i], 90);
         INFO(req.source);

@@ -2,7 +2,6 @@
 // references, on data far from zero (where a naive one-pass formula loses every digit), with
 // NumPy's NaN, inf, single-element, ddof and float16 rules; outputs poisoned first.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -53,7 +52,8 @@ double numpy_var_error(const std::vector<float>& x, double exact) {
 
 }  // namespace
 
-TEST_CASE("var and std in one pass are as accurate as NumPy's two passes far from zero", "[ops][gpu]") {
+TEST_CASE("var and std in one pass are as accurate as NumPy's two passes far from zero",
+          "[ops][gpu]") {
   std::mt19937_64 rng(7);
   for (double offset : {0.0, 1e3, 1e5}) {
     std::normal_distribution<float> dist(float(offset), 1.0f);
@@ -99,12 +99,15 @@ TEST_CASE("var_mean and std_mean give both statistics of an axis set in one call
   CHECK(mi.get<double>()[0] == 2.5);
   const auto [ve, me] = var_mean(x * 2 - 20, {0, 2, 3});
   const auto hve = ve.get<float>();
-  for (std::int64_t c = 0; c < 32; ++c) CHECK(std::abs(hve[std::size_t(c)] - 4 * hv[std::size_t(c)] * 1567 / 1568) <= 1e-3 * hve[std::size_t(c)]);
+  for (std::int64_t c = 0; c < 32; ++c)
+    CHECK(std::abs(hve[std::size_t(c)] - 4 * hv[std::size_t(c)] * 1567 / 1568) <=
+          1e-3 * hve[std::size_t(c)]);
   (void)me;
 }
 
 TEST_CASE("moments propagate NaN and inf and handle one element as NumPy", "[ops][gpu]") {
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
   CHECK(var(asarray<float>({3.0f})).get<float>()[0] == 0.0f);
   CHECK(std::isnan(var(asarray<float>({inf})).get<float>()[0]));
   CHECK(std::isnan(var(asarray<float>({nan})).get<float>()[0]));

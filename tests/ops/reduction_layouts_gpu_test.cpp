@@ -3,10 +3,9 @@
 // batch-norm axes), transposed, sliced and reversed views, short reduced extents beside long
 // kept ones and the reverse, keepdims, size-1 and empty axes, 0-d, several dtype classes,
 // argmin/argmax along outer axes, and more than 2^31 elements.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -31,17 +30,23 @@ axes axes_of(std::uint64_t mask, int ndim) {
   for (int d = 0; d < ndim; ++d)
     if (mask >> d & 1) ax.push_back(d);
   switch (ax.size()) {
-    case 1: return axes(ax[0]);
-    case 2: return axes{ax[0], ax[1]};
-    case 3: return axes{ax[0], ax[1], ax[2]};
-    case 4: return axes{ax[0], ax[1], ax[2], ax[3]};
-    default: return axes();
+    case 1:
+      return axes(ax[0]);
+    case 2:
+      return axes{ax[0], ax[1]};
+    case 3:
+      return axes{ax[0], ax[1], ax[2]};
+    case 4:
+      return axes{ax[0], ax[1], ax[2], ax[3]};
+    default:
+      return axes();
   }
 }
 
 // Per output (C order of the reduced shape), the reduced elements of x (C-order data of
 // `shape`) in C order of the reduced axes.
-std::vector<std::vector<double>> groups(const std::vector<double>& x, const Shape& shape, std::uint64_t mask) {
+std::vector<std::vector<double>> groups(const std::vector<double>& x, const Shape& shape,
+                                        std::uint64_t mask) {
   std::vector<std::vector<double>> g(std::size_t(shape_size(reduced_shape(shape, mask, false))));
   std::vector<std::int64_t> idx(std::size_t(shape.size()), 0);
   for (std::size_t flat = 0; flat < x.size(); ++flat) {
@@ -89,8 +94,8 @@ void check_float32(const ndarray& x, std::uint64_t mask) {
   const axes ax = axes_of(mask, x.ndim());
   for (bool keep : {false, true}) {
     const Shape shape = reduced_shape(x.shape(), mask, keep);
-    ndarray s = poisoned(shape, float32), m = poisoned(shape, float32), v = poisoned(shape, float32),
-            mx = poisoned(shape, float32);
+    ndarray s = poisoned(shape, float32), m = poisoned(shape, float32),
+            v = poisoned(shape, float32), mx = poisoned(shape, float32);
     sum(x, ax, keep, {.out = s});
     mean(x, ax, keep, {.out = m});
     var(x, ax, keep, {.out = v});
@@ -105,7 +110,8 @@ void check_float32(const ndarray& x, std::uint64_t mask) {
       bad += std::abs(hv[o] - t.var) > 1e-4 * t.var + 1e-6;
       bad += double(hmx[o]) != t.max;
     }
-    INFO(x.shape().str() << " strides " << x.strides().str() << " mask " << mask << " keepdims " << keep);
+    INFO(x.shape().str() << " strides " << x.strides().str() << " mask " << mask << " keepdims "
+                         << keep);
     CHECK(bad == 0);
   }
   if (std::popcount(mask) == 1) {
@@ -134,11 +140,13 @@ TEST_CASE("reductions over every axis set of a 4-D array match the host", "[ops]
 TEST_CASE("reductions over transposed, sliced and reversed views match the host", "[ops][gpu]") {
   const ndarray x = random_f32({12, 40, 9, 66});
   const ndarray t = x.transpose({2, 0, 3, 1});
-  const ndarray sl = x(kiln::all, slice(1, std::nullopt, 2), kiln::all, slice(std::nullopt, std::nullopt, -1));
-  const ndarray od = x(slice(0, 11), kiln::all, slice(1, 8), slice(3, 63));  // odd extents, offset base
+  const ndarray sl =
+      x(kiln::all, slice(1, std::nullopt, 2), kiln::all, slice(std::nullopt, std::nullopt, -1));
+  const ndarray od =
+      x(slice(0, 11), kiln::all, slice(1, 8), slice(3, 63));  // odd extents, offset base
   for (const ndarray* v : {&t, &sl, &od})
-    for (std::uint64_t mask : {0b0001ull, 0b0010ull, 0b0100ull, 0b1000ull, 0b0101ull, 0b1010ull, 0b1101ull,
-                               0b1111ull, 0b0110ull})
+    for (std::uint64_t mask : {0b0001ull, 0b0010ull, 0b0100ull, 0b1000ull, 0b0101ull, 0b1010ull,
+                               0b1101ull, 0b1111ull, 0b0110ull})
       check_float32(*v, mask);
 }
 
@@ -149,7 +157,8 @@ TEST_CASE("batch-norm axes (0, 2, 3) of NCHW and (0, 2) of 3-D reduce as the hos
   check_float32(random_f32({5, 3, 1, 1}), 0b1101);  // size-1 spatial axes
 }
 
-TEST_CASE("short reduced extents beside long kept ones and the reverse reduce as the host", "[ops][gpu]") {
+TEST_CASE("short reduced extents beside long kept ones and the reverse reduce as the host",
+          "[ops][gpu]") {
   check_float32(random_f32({200003, 16}), 0b01);
   check_float32(random_f32({200003, 16}), 0b10);
   check_float32(random_f32({16, 200003}), 0b01);
@@ -190,7 +199,8 @@ TEST_CASE("argmin and argmax along outer axes return the first extreme", "[ops][
   CHECK(bad == 0);
 }
 
-TEST_CASE("integer, float16, float64 and bool reductions over axis sets keep NumPy's dtypes", "[ops][gpu]") {
+TEST_CASE("integer, float16, float64 and bool reductions over axis sets keep NumPy's dtypes",
+          "[ops][gpu]") {
   const Shape shape{20, 31, 66};
   const auto hi = test::random_vector<std::int8_t>(std::size_t(shape_size(shape)), -100, 100);
   const ndarray xi = asarray(hi, shape);
@@ -206,7 +216,8 @@ TEST_CASE("integer, float16, float64 and bool reductions over axis sets keep Num
   }
   // float16 accumulates in float32 and rounds once (NumPy's float16 sums use float32 too).
   std::vector<half> hh;
-  for (float f : test::random_vector<float>(std::size_t(shape_size(shape)), -2, 2)) hh.push_back(half(f));
+  for (float f : test::random_vector<float>(std::size_t(shape_size(shape)), -2, 2))
+    hh.push_back(half(f));
   const ndarray xh = asarray(hh, shape);
   std::vector<double> hd;
   for (half v : hh) hd.push_back(double(float(v)));
@@ -263,7 +274,8 @@ TEST_CASE("empty and 0-d reductions over axis sets give NumPy's results", "[ops]
   CHECK(argmax(z).get<std::int64_t>() == std::vector<std::int64_t>{0});
 }
 
-TEST_CASE("reductions over more than 2^31 elements along outer and inner axes are exact", "[ops][gpu]") {
+TEST_CASE("reductions over more than 2^31 elements along outer and inner axes are exact",
+          "[ops][gpu]") {
   const std::int64_t rows = (std::int64_t(1) << 20) + 3, cols = 2048;  // 2^31 + 6144 int8
   const ndarray x = ones({rows, cols}, int8);
   const auto down = sum(x, 0).get<std::int64_t>();

@@ -11,6 +11,8 @@
 //              that output directly.
 // Both keep every kernel per expression structure in a process-wide table, so a repeated
 // call hashes the tree and builds no text; the rows path allocates nothing but its outputs.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <iterator>
@@ -18,8 +20,6 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "expression/expression_tree.hpp"
 #include "kiln/cache/memory_cache.hpp"
@@ -52,8 +52,10 @@ bool same_tree(const expr_node* a, const expr_node* b) {
   if (a == b) return true;
   if (a->k != b->k || a->type != b->type) return false;
   switch (a->k) {
-    case expr_node::kind::array: return same_array(a->array(), b->array());
-    case expr_node::kind::scalar: return false;
+    case expr_node::kind::array:
+      return same_array(a->array(), b->array());
+    case expr_node::kind::scalar:
+      return false;
     case expr_node::kind::reduce:
       if (a->code != b->code || a->axes != b->axes || a->keepdims != b->keepdims) return false;
       break;
@@ -73,7 +75,8 @@ bool same_tree(const expr_node* a, const expr_node* b) {
 struct Reds {
   std::array<Red, kMaxReductions> at;
   int n = 0;
-  std::array<std::pair<const expr_node*, const expr_node*>, kMaxReductions> aliases;  // node, its twin in `at`
+  std::array<std::pair<const expr_node*, const expr_node*>, kMaxReductions>
+      aliases;  // node, its twin in `at`
   int naliases = 0;
   bool overflow = false;
   int phases = 0;
@@ -111,7 +114,8 @@ struct Reds {
   }
   // Reductions sorted by phase, keeping the order of first use within a phase.
   void sort_by_phase() {
-    std::stable_sort(at.begin(), at.begin() + n, [](const Red& a, const Red& b) { return a.phase < b.phase; });
+    std::stable_sort(at.begin(), at.begin() + n,
+                     [](const Red& a, const Red& b) { return a.phase < b.phase; });
   }
 };
 
@@ -185,14 +189,15 @@ bool rows_structure(std::span<const node_ptr> roots, const Reds& reds, std::uint
   if (mask == 0) return false;
   for (int k = 0; k < reds.n; ++k) {
     const expr_node& r = *reds.at[std::size_t(k)].node;
-    if (r.axes != mask || r.child[0]->shape != shape || !(r.keepdims || mask == every)) return false;
+    if (r.axes != mask || r.child[0]->shape != shape || !(r.keepdims || mask == every))
+      return false;
     if (std::strcmp(r.code->out, "U y") != 0) return false;  // one result per row
   }
   return true;
 }
 
-std::unique_ptr<RowKernel> make_row_kernel(std::span<const node_ptr> roots, const Reds& reds, const Walk& w,
-                                           std::uint64_t mask) {
+std::unique_ptr<RowKernel> make_row_kernel(std::span<const node_ptr> roots, const Reds& reds,
+                                           const Walk& w, std::uint64_t mask) {
   Flat f;
   const int nleaves = w.nleaves;
   auto reduce_leaf = [&](const expr_node* n) { return nleaves + reds.find(n); };
@@ -228,10 +233,10 @@ std::unique_ptr<RowKernel> make_row_kernel(std::span<const node_ptr> roots, cons
   std::vector<std::string> outs(t.codes.begin() + reds.n, t.codes.end());
   std::vector<dtype> out_types;
   for (const auto& root : roots) out_types.push_back(root->type);
-  return std::make_unique<RowKernel>(codegen::make_row_definition(t.in_params, out_params(out_types), std::move(rr),
-                                                                  std::move(outs), std::move(use), t.helpers,
-                                                                  "kiln_rows"),
-                                     mask);
+  return std::make_unique<RowKernel>(
+      codegen::make_row_definition(t.in_params, out_params(out_types), std::move(rr),
+                                   std::move(outs), std::move(use), t.helpers, "kiln_rows"),
+      mask);
 }
 
 const RowKernel& row_kernel_for(std::span<const node_ptr> roots, const Reds& reds, const Walk& w,
@@ -244,7 +249,8 @@ const RowKernel& row_kernel_for(std::span<const node_ptr> roots, const Reds& red
 // ---- passes: reductions, then the outputs ----
 
 // n with the reductions in `done` replaced by their arrays.
-node_ptr substitute(const node_ptr& n, std::span<const std::pair<const expr_node*, node_ptr>> done) {
+node_ptr substitute(const node_ptr& n,
+                    std::span<const std::pair<const expr_node*, node_ptr>> done) {
   if (!n->reductions) return n;
   for (const auto& [node, leaf] : done)
     if (node == n.get()) return leaf;
@@ -284,18 +290,18 @@ std::unique_ptr<ReductionKernel> make_composite(std::span<const expr_node* const
   for (const auto* m : members) out_types.push_back(m->type);
   codegen::ExpressionTexts t = codegen::expression_texts(f.nodes, f.roots, leaf_types, raw);
   codegen::ReductionCode c = codegen::composite_reduction(parts, t.codes, ddofs, t.helpers);
-  return std::make_unique<ReductionKernel>(t.in_params, out_params(out_types), std::move(c.map_expr),
-                                           std::move(c.reduce_expr), std::move(c.post_map_expr),
-                                           std::move(c.identity), "kiln_multi_reduce",
-                                           reduction_kernel_options{.reduce_type = std::move(c.reduce_type),
-                                                                    .preamble = std::move(c.preamble)});
+  return std::make_unique<ReductionKernel>(
+      t.in_params, out_params(out_types), std::move(c.map_expr), std::move(c.reduce_expr),
+      std::move(c.post_map_expr), std::move(c.identity), "kiln_multi_reduce",
+      reduction_kernel_options{.reduce_type = std::move(c.reduce_type),
+                               .preamble = std::move(c.preamble)});
 }
 
 // The ONE ReductionKernel computing `members` (reductions of one input shape and axes) over
 // their `inputs` (no reduction left in them); `w` gets its parameters (the walk sees every
 // input, then the ddof leaves: its key is the composite's structure).
-const ReductionKernel& composite_for(std::span<const expr_node* const> members, std::span<const node_ptr> inputs,
-                                     Walk& w) {
+const ReductionKernel& composite_for(std::span<const expr_node* const> members,
+                                     std::span<const node_ptr> inputs, Walk& w) {
   std::vector<node_ptr> walked(inputs.begin(), inputs.end());
   for (const auto* m : members)
     if (m->child[1]) walked.push_back(m->child[1]);
@@ -307,7 +313,8 @@ const ReductionKernel& composite_for(std::span<const expr_node* const> members, 
   }
   const Hash128 key = hash128(w.bytes.data(), w.nbytes);
   w.nbytes = structure;
-  auto& table = cache::process_table<std::unique_ptr<ReductionKernel>, struct composite_reductions>();
+  auto& table =
+      cache::process_table<std::unique_ptr<ReductionKernel>, struct composite_reductions>();
   return *table.get_or_create(key, [&] { return make_composite(members, walked, w); });
 }
 
@@ -316,7 +323,8 @@ const ReductionKernel& composite_for(std::span<const expr_node* const> members, 
 void run_group(std::span<const expr_node* const> members, std::span<const node_ptr> inputs,
                std::span<const ndarray> outs) {
   const expr_node& first = *members[0];
-  const reduce_options ro{.axis = axes::from_mask(first.axes), .keepdims = first.keepdims, .out = {}};
+  const reduce_options ro{
+      .axis = axes::from_mask(first.axes), .keepdims = first.keepdims, .out = {}};
   if (members.size() == 1) {
     const std::int64_t ddof = ddof_of(first);
     reduce_expression(*first.code, expr(inputs[0]), first.child[1] ? &ddof : nullptr, outs[0], ro);
@@ -339,8 +347,9 @@ Done run_passes(std::span<const node_ptr> roots, const ndarray* outs) {
   Reds reds;
   for (const auto& r : roots) reds.collect(r.get());
   if (reds.overflow)
-    throw ValueError(fmt::format("an expression holds more than {} lazy reductions; evaluate parts of it first",
-                                 kMaxReductions));
+    throw ValueError(
+        fmt::format("an expression holds more than {} lazy reductions; evaluate parts of it first",
+                    kMaxReductions));
   Done done;
   for (int p = 0; p < reds.phases; ++p) {
     std::vector<const expr_node*> todo;
@@ -354,9 +363,12 @@ Done run_passes(std::span<const node_ptr> roots, const ndarray* outs) {
       for (auto it = todo.begin(); it != todo.end();) {
         const expr_node& r = **it;
         node_ptr in = fit(substitute(r.child[0], done));
-        const bool same = r.axes == lead.axes && r.keepdims == lead.keepdims && in->shape == lead.child[0]->shape &&
-                          std::strcmp(r.code->out, "U y") == 0 && std::strcmp(lead.code->out, "U y") == 0;
-        if (&r != &lead && (!same || int(members.size()) == kMaxParts || leaves + in->leaves + 1 > kMaxLeaves)) {
+        const bool same = r.axes == lead.axes && r.keepdims == lead.keepdims &&
+                          in->shape == lead.child[0]->shape &&
+                          std::strcmp(r.code->out, "U y") == 0 &&
+                          std::strcmp(lead.code->out, "U y") == 0;
+        if (&r != &lead &&
+            (!same || int(members.size()) == kMaxParts || leaves + in->leaves + 1 > kMaxLeaves)) {
           ++it;
           continue;
         }
@@ -369,14 +381,16 @@ Done run_passes(std::span<const node_ptr> roots, const ndarray* outs) {
       for (const auto* m : members) {
         const ndarray* target = nullptr;
         for (std::size_t k = 0; outs && k < roots.size(); ++k)
-          if (roots[k].get() == m && outs[k].dtype() == m->type && outs[k].shape() == m->shape) target = &outs[k];
+          if (roots[k].get() == m && outs[k].dtype() == m->type && outs[k].shape() == m->shape)
+            target = &outs[k];
         results.push_back(target ? *target : empty(m->shape, m->type));
       }
       run_group(members, inputs, results);
       for (std::size_t k = 0; k < members.size(); ++k) {
         node_ptr leaf = array_leaf(results[k]);
         for (int a = 0; a < reds.naliases; ++a)
-          if (reds.aliases[std::size_t(a)].second == members[k]) done.emplace_back(reds.aliases[std::size_t(a)].first, leaf);
+          if (reds.aliases[std::size_t(a)].second == members[k])
+            done.emplace_back(reds.aliases[std::size_t(a)].first, leaf);
         done.emplace_back(members[k], std::move(leaf));
       }
     }
@@ -387,7 +401,7 @@ Done run_passes(std::span<const node_ptr> roots, const ndarray* outs) {
 }  // namespace
 
 kernel_result run_with_reductions(std::span<const node_ptr> all_roots, ndarray* outs) {
-  std::array<ndarray, 16> made;       // outputs the call allocates (eval passes none)
+  std::array<ndarray, 16> made;      // outputs the call allocates (eval passes none)
   std::array<node_ptr, 16> in_rows;  // the roots with their reductions' row forms
   const std::size_t nroots = std::min(all_roots.size(), in_rows.size());
   for (std::size_t r = 0; r < nroots; ++r) in_rows[r] = row_forms(all_roots[r]);
@@ -398,14 +412,16 @@ kernel_result run_with_reductions(std::span<const node_ptr> all_roots, ndarray* 
   std::uint64_t mask = 0;
   if (all_roots.size() <= made.size() && rows_structure(rows, reds, mask)) {
     bool shapes_ok = true;
-    for (std::size_t k = 0; outs && k < rows.size(); ++k) shapes_ok = shapes_ok && outs[k].shape() == rows[k]->shape;
+    for (std::size_t k = 0; outs && k < rows.size(); ++k)
+      shapes_ok = shapes_ok && outs[k].shape() == rows[k]->shape;
     if (shapes_ok) {
       Walk w;
       walk_roots(rows, w);
       if (w.nleaves + int(rows.size()) <= kMaxParams) {
         const RowKernel& k = row_kernel_for(rows, reds, w, mask);
         if (!outs) {
-          for (std::size_t r = 0; r < rows.size(); ++r) made[r] = empty(rows[r]->shape, rows[r]->type);
+          for (std::size_t r = 0; r < rows.size(); ++r)
+            made[r] = empty(rows[r]->shape, rows[r]->type);
           outs = made.data();
         }
         Args args;
@@ -425,7 +441,8 @@ kernel_result run_with_reductions(std::span<const node_ptr> all_roots, ndarray* 
         RowPlan probe;
         const auto arr = std::span<const ndarray* const>(arrays.data(), n);
         const auto ty = std::span<const dtype>(types.data(), n);
-        if (plan_rows(rows[0]->shape, mask, arr, ty, w.nleaves, row_cached_bytes(k.definition(), arr, ty),
+        if (plan_rows(rows[0]->shape, mask, arr, ty, w.nleaves,
+                      row_cached_bytes(k.definition(), arr, ty),
                       device_properties(current_device()).multiprocessor_count, probe)) {
           for (std::size_t r = 0; r < rows.size(); ++r) args.add(outs[r]);
           return k.call(args.span());
@@ -492,13 +509,15 @@ const ReductionKernel& aot::multi_reduction(std::span<const expr> reductions) {
     const detail::expr_node& lead = reductions[0].node();
     if (n.k != detail::expr_node::kind::reduce || n.child[0]->reductions || n.axes != lead.axes ||
         n.keepdims != lead.keepdims || n.child[0]->shape != lead.child[0]->shape)
-      throw ValueError("multi_reduction: every expression must be a lazy reduction of one input shape and axes "
-                       "over an expression with no reduction in it");
+      throw ValueError(
+          "multi_reduction: every expression must be a lazy reduction of one input shape and axes "
+          "over an expression with no reduction in it");
     members.push_back(&n);
     inputs.push_back(n.child[0]);
   }
   if (members.size() < 2 || members.size() > std::size_t(detail::kMaxParts))
-    throw ValueError(fmt::format("multi_reduction: 2..{} reductions, got {}", detail::kMaxParts, members.size()));
+    throw ValueError(fmt::format("multi_reduction: 2..{} reductions, got {}", detail::kMaxParts,
+                                 members.size()));
   detail::Walk w;
   return detail::composite_for(members, inputs, w);
 }

@@ -14,7 +14,7 @@ using codegen::OperandKind;
 constexpr int kMaxLanes = codegen::kMaxRowLanes;
 constexpr int kMaxItems = 8;
 constexpr int kItems = 4;  // preferred: 8 holds longer rows, but doubles the code NVRTC compiles
-constexpr int kGroupThreads = 256;      // a block of lane groups: 256 / lanes rows
+constexpr int kGroupThreads = 256;       // a block of lane groups: 256 / lanes rows
 constexpr int kMaxCachedRegisters = 64;  // 32-bit registers a thread spends on cached leaves
 
 std::int64_t pow2_ceil(std::int64_t v) {
@@ -26,7 +26,8 @@ std::int64_t pow2_ceil(std::int64_t v) {
 }  // namespace
 
 bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
-               std::span<const dtype> types, int nin, int cached_bytes, int sm_count, RowPlan& plan) {
+               std::span<const dtype> types, int nin, int cached_bytes, int sm_count,
+               RowPlan& plan) {
   auto& spec = plan.spec;
   spec = {};
   spec.nparams = std::uint8_t(arrays.size());
@@ -47,7 +48,8 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   for (int d = 0; d < loop.size(); ++d) {
     const bool reduced = mask >> d & 1;
     (reduced ? row : kept).push_back(loop[d]);
-    for (int j = 0; j < nops; ++j) (reduced ? rs : ks)[std::size_t(j)].push_back(full[std::size_t(j)][d]);
+    for (int j = 0; j < nops; ++j)
+      (reduced ? rs : ks)[std::size_t(j)].push_back(full[std::size_t(j)][d]);
   }
   if (shape_size(loop) == 0) return false;  // nothing to run (the caller has no work either)
   codegen::collapse_dims(row, rs.span());
@@ -91,7 +93,8 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   // to 32 lanes per row (several rows per block) or a block.
   const std::int64_t nvec = plan.n / vw;
   const std::int64_t wave = std::int64_t(sm_count) * 2048;
-  std::int64_t lanes = std::clamp<std::int64_t>(pow2_ceil((nvec + kItems - 1) / kItems), 1, kMaxLanes);
+  std::int64_t lanes =
+      std::clamp<std::int64_t>(pow2_ceil((nvec + kItems - 1) / kItems), 1, kMaxLanes);
   while (plan.m * lanes < wave && lanes < kMaxLanes && lanes * 2 * 4 <= nvec) lanes *= 2;
   if (lanes > 32) lanes = std::max<std::int64_t>(lanes, 64);
   std::int64_t items = pow2_ceil((nvec + lanes - 1) / lanes);
@@ -107,8 +110,8 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   spec.out_ndim = std::uint8_t(kept.size());
   plan.lanes = int(lanes);
   plan.rows_per_block = spec.group ? kGroupThreads / int(lanes) : 1;
-  plan.grid = std::uint32_t(std::clamp<std::int64_t>((plan.m + plan.rows_per_block - 1) / plan.rows_per_block, 1,
-                                                     0x7fffffff));
+  plan.grid = std::uint32_t(std::clamp<std::int64_t>(
+      (plan.m + plan.rows_per_block - 1) / plan.rows_per_block, 1, 0x7fffffff));
   plan.dims = kept;
   plan.dims.push_back(plan.n);
   plan.strides.clear();
@@ -118,7 +121,8 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
     plan.slot[std::size_t(k)] = std::int8_t(j);
     Shape& st = plan.strides.push_back(ks[std::size_t(j)]);
     st.push_back(rs[std::size_t(j)][0]);
-    span = std::max(span, codegen::byte_span(plan.dims, st, std::int64_t(types[std::size_t(k)].itemsize())));
+    span = std::max(
+        span, codegen::byte_span(plan.dims, st, std::int64_t(types[std::size_t(k)].itemsize())));
   }
   spec.index_bits = std::uint8_t(codegen::choose_index_bits(plan.m * plan.n, span));
   return true;
@@ -133,8 +137,9 @@ int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray*
   return bytes;
 }
 
-void pack_rows(std::span<const ndarray* const> arrays, std::span<const std::array<std::byte, 16>> values,
-               std::span<const dtype> types, const RowPlan& plan, KernelArgs& args) {
+void pack_rows(std::span<const ndarray* const> arrays,
+               std::span<const std::array<std::byte, 16>> values, std::span<const dtype> types,
+               const RowPlan& plan, KernelArgs& args) {
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     if (!arrays[k]) {
       args.put_value(types[k], values[k].data());
