@@ -339,6 +339,125 @@ def cupy_library_cases():
     return out
 
 
+# ---- issue 16 (reductions engineer's block): reductions over any axes, one-pass statistics and
+# reductions fused with their consumers, timed in CuPy and in PyTorch eager (torch.var_mean,
+# torch.softmax, torch.nn.functional.layer_norm) on the same GPU. Bytes as kiln_bench counts
+# them: read once (reductions), read plus written (fused rows).
+def issue16_cases():
+    """{case: (bytes, cupy_ms, torch_ms)}; torch_ms is None where PyTorch is missing."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+
+    def torch_ms(fn, warmup=3, repeats=20):
+        if torch is None:
+            return None
+        for _ in range(warmup):
+            fn()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for _ in range(repeats):
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+        times.sort()
+        return times[len(times) // 2]
+
+    def as_torch(a):
+        return torch.as_tensor(a, device="cuda") if torch is not None else None
+
+    out = {}
+    rs = cp.random.default_rng(16)
+    x = rs.random((256, 1024, 1024), dtype=cp.float32) * 2 - 1
+    t = as_torch(x)
+    out["mean_axes02_256x1024x1024_f32"] = (x.nbytes, device_ms(lambda: cp.mean(x, axis=(0, 2))),
+                                            torch_ms(lambda: t.mean(dim=(0, 2))))
+    del x, t
+    x = rs.random((8192, 8192), dtype=cp.float32) * 2 - 1
+    t = as_torch(x)
+    out["var_axis1_8192sq_f32"] = (x.nbytes, device_ms(lambda: cp.var(x, axis=1)),
+                                   torch_ms(lambda: torch.var(t, dim=1, correction=0)))
+    out["var_axis0_8192sq_f32"] = (x.nbytes, device_ms(lambda: cp.var(x, axis=0)),
+                                   torch_ms(lambda: torch.var(t, dim=0, correction=0)))
+    out["argmax_axis0_8192sq_f32"] = (x.nbytes, device_ms(lambda: cp.argmax(x, axis=0)),
+                                      torch_ms(lambda: torch.argmax(t, dim=0)))
+    z = cp.empty_like(x)
+    tz = as_torch(z)
+
+    def standardize_cupy():
+        cp.divide(x - x.mean(axis=0, keepdims=True), x.std(axis=0, keepdims=True), out=z)
+
+    def standardize_torch():
+        torch.div(t - t.mean(dim=0, keepdim=True), t.std(dim=0, keepdim=True, correction=0), out=tz)
+
+    out["standardize_axis0_8192sq_f32"] = (2 * x.nbytes, device_ms(standardize_cupy), torch_ms(standardize_torch))
+    del x, t, z, tz
+    x = rs.random((64, 256, 56, 56), dtype=cp.float32) * 2
+    t = as_torch(x)
+    both = device_ms(lambda: (cp.mean(x, axis=(0, 2, 3)), cp.var(x, axis=(0, 2, 3))))
+    out["var_mean_axes023_64x256x56x56_f32"] = (x.nbytes, both,
+                                                torch_ms(lambda: torch.var_mean(t, dim=(0, 2, 3), correction=0)))
+    out["mean_then_var_axes023_64x256x56x56_f32"] = (2 * x.nbytes, both, None)
+    out["mean_axes023_64x256x56x56_f32"] = (x.nbytes, device_ms(lambda: cp.mean(x, axis=(0, 2, 3))),
+                                            torch_ms(lambda: t.mean(dim=(0, 2, 3))))
+    del x, t
+    for shape, label in (((1 << 24, 16), "2^24x16"), ((16, 1 << 24), "16x2^24")):
+        x = rs.random(shape, dtype=cp.float32) * 2 - 1
+        t = as_torch(x)
+        for axis in (0, 1):
+            out[f"sum_axis{axis}_{label}_f32"] = (x.nbytes, device_ms(lambda: cp.sum(x, axis=axis)),
+                                                  torch_ms(lambda: t.sum(dim=axis)))
+        del x, t
+    x = rs.random((16384, 4096), dtype=cp.float32) * 8 - 4
+    g = rs.random(4096, dtype=cp.float32) + 0.5
+    b = rs.random(4096, dtype=cp.float32) * 2 - 1
+    t, tg, tb = as_torch(x), as_torch(g), as_torch(b)
+
+    def softmax_cupy():
+        e = cp.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def log_softmax_cupy():
+        s = x - x.max(axis=-1, keepdims=True)
+        return s - cp.log(cp.exp(s).sum(axis=-1, keepdims=True))
+
+    def layer_norm_cupy():
+        return (x - x.mean(axis=-1, keepdims=True)) / cp.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) * g + b
+
+    rows = 2 * x.nbytes
+    out["softmax_lastaxis_16384x4096_f32"] = (rows, device_ms(softmax_cupy), torch_ms(lambda: torch.softmax(t, -1)))
+    out["log_softmax_lastaxis_16384x4096_f32"] = (rows, device_ms(log_softmax_cupy),
+                                                  torch_ms(lambda: torch.log_softmax(t, -1)))
+    out["layer_norm_lastaxis_16384x4096_f32"] = (
+        rows, device_ms(layer_norm_cupy),
+        torch_ms(lambda: torch.nn.functional.layer_norm(t, (4096,), tg, tb, 1e-5)))
+    del x, g, b, t, tg, tb
+    return out
+
+
+def issue16_table(kiln, copy_kiln, copy_cupy):
+    """Prints kiln's issue-16 cases beside CuPy and PyTorch: ms and fraction of the copy rate."""
+    rows = []
+    cases = issue16_cases()
+    print(f"\n{'issue 16 case':40} {'kiln ms':>9} {'cupy ms':>9} {'torch ms':>9} "
+          f"{'kiln/copy':>9} {'cupy/copy':>9} {'torch/copy':>10} {'target ms':>9}")
+    fmt = lambda v, w=9: f"{v:{w}.3f}" if isinstance(v, (int, float)) else f"{'-':>{w}}"
+    for name, (nbytes, cms, tms) in cases.items():
+        k = kiln.get(name, {})
+        kms = k.get("ms")
+        rate = lambda ms, copy: nbytes / ms / 1e6 / copy if ms and copy else None
+        row = dict(name=name, bytes=nbytes, kiln_ms=kms, cupy_ms=cms, torch_ms=tms,
+                   kiln_over_copy=rate(kms, copy_kiln), cupy_over_copy=rate(cms, copy_cupy),
+                   torch_over_copy=rate(tms, copy_cupy), ms_target=k.get("ms_target"))
+        rows.append(row)
+        print(f"{name:40} {fmt(kms)} {fmt(cms)} {fmt(tms)} {fmt(row['kiln_over_copy'])} "
+              f"{fmt(row['cupy_over_copy'])} {fmt(row['torch_over_copy'], 10)} {fmt(row['ms_target'])}")
+    return rows
+
+
 def main():
     args = sys.argv[1:]
     # ---- the layout sweep (bench/sweep_compare.py): --sweep SWEEP.json [OUT.json] ----
@@ -391,8 +510,9 @@ def main():
             torch_rows.append(dict(name=name, unit=unit, kiln=kv, torch=tv, kiln_over_torch=ratio))
             fmt = lambda v: f"{v:10.3f}" if isinstance(v, (int, float)) else f"{'-':>10}"
             print(f"{name:34} {unit:5} {fmt(kv)} {fmt(tv)} {fmt(ratio)}")
+    issue16 = issue16_table(kiln, copy_kiln, copy_cupy)
     if len(args) > 1:
-        json.dump(dict(kiln=list(kiln.values()), rows=rows, torch_rows=torch_rows),
+        json.dump(dict(kiln=list(kiln.values()), rows=rows, torch_rows=torch_rows, issue16=issue16),
                   open(args[1], "w"), indent=1)
 
 

@@ -6,6 +6,7 @@
 // (never zeros). Without a GPU it prints {"device": null, "error": "..."} and exits 0.
 //
 //   kiln_bench                          all cases (uses a fresh temporary KILN_CACHE_DIR)
+//   kiln_bench --groups reductions,issue16_fused   only these groups (and the copy)
 //   kiln_bench --compile-check [ARCH]   NVRTC-compiles every benchmark kernel (no GPU needed)
 //   kiln_bench --first-call-only NONCE  (internal) child process of the disk-hit case
 #include <spawn.h>
@@ -97,8 +98,15 @@ const Case* find_case(std::string_view name) {
   return nullptr;
 }
 
+// --groups A,B: only these groups run (with the device and the copy every ratio needs).
+std::vector<std::string> g_only;
+
 /// Runs one group of cases; an exception becomes an entry of "errors" instead of killing the run.
 void run_group(const char* group, const std::function<void()>& fn) {
+  const std::string_view name(group);
+  if (!g_only.empty() && name != "device" && name != "copy_2GiB" &&
+      std::find(g_only.begin(), g_only.end(), name) == g_only.end())
+    return;
   try {
     fn();
   } catch (const std::exception& e) {
@@ -742,6 +750,195 @@ void case_reduction_host(const std::string& nonce) {
   add_case("reduction_cold_compile_ms", "ms", seconds_since(t0) * 1e3).add("correct", z.get<float>()[0] == 3.0f);
 }
 
+// ---- issue 16: reductions over any axes, one-pass statistics, reductions fused with their
+// consumers. Bandwidth: bytes read (reductions) or read plus written (fused rows), once each;
+// over_copy against the copy's read+write rate. Correctness on a few rows or columns.
+
+// Host mean and population variance of float32 values.
+std::pair<double, double> host_moments(const std::vector<float>& v) {
+  double s = 0, q = 0;
+  for (float x : v) s += x;
+  const double m = s / double(v.size());
+  for (float x : v) q += (x - m) * (x - m);
+  return {m, q / double(v.size())};
+}
+
+bool near(double got, double want, double tol) { return std::fabs(got - want) <= tol * (1 + std::fabs(want)); }
+
+Case& add_fused_case(const std::string& name, double ms, double bytes, bool ok, double ms_target = 0) {
+  Case& c = add_reduction_case(name, ms, bytes, ok);
+  if (ms_target > 0) c.add("ms_target", ms_target);
+  return c;
+}
+
+// The softmax and layer norm the cases and the hit-path case run (kiln::fuse: lazy reductions).
+auto softmax_fn() {
+  return fuse([](auto x) {
+    auto e = kiln::exp(x - kiln::max(x, -1, true));
+    return e / kiln::sum(e, -1, true);
+  });
+}
+auto layer_norm_fn() {
+  return fuse([](auto x, auto g, auto b) {
+    return (x - kiln::mean(x, -1, true)) / kiln::sqrt(kiln::var(x, -1, true) + 1e-5f) * g + b;
+  });
+}
+
+void case_issue16_reductions() {
+  {  // mean over axes (0, 2): rows are runs of 1024 contiguous floats, 256 runs per output
+    ndarray x(Shape{256, 1024, 1024}, float32);
+    fill_random(x, -1, 1, 21);
+    ndarray out = empty({1024}, float32);
+    mean(x, {0, 2}, false, {.out = out});
+    const auto got = out.get<float>();
+    const bool ok = near(got[0], host_moments(x(all, 0).get<float>()).first, 1e-4) &&
+                    near(got[1023], host_moments(x(all, 1023).get<float>()).first, 1e-4);
+    add_reduction_case("mean_axes02_256x1024x1024_f32",
+                       bench::median_device_ms([&] { mean(x, {0, 2}, false, {.out = out}); }), double(x.nbytes()), ok);
+  }
+  {
+    ndarray x(Shape{8192, 8192}, float32);
+    fill_random(x, -1, 1, 22);
+    ndarray rows = empty({8192}, float32), cols = empty({8192}, float32);
+    ndarray arg = empty({8192}, int64);
+    var(x, 1, false, {.out = rows});
+    const bool ok = near(rows.get<float>()[0], host_moments(x(0).get<float>()).second, 1e-4);
+    add_reduction_case("var_axis1_8192sq_f32", bench::median_device_ms([&] { var(x, 1, false, {.out = rows}); }),
+                       double(x.nbytes()), ok);
+    var(x, 0, false, {.out = cols});
+    const bool ok0 = near(cols.get<float>()[5], host_moments(x(all, 5).get<float>()).second, 1e-4);
+    add_reduction_case("var_axis0_8192sq_f32", bench::median_device_ms([&] { var(x, 0, false, {.out = cols}); }),
+                       double(x.nbytes()), ok0);
+    argmax(x, 0, false, {.out = arg});
+    const auto col = x(all, 7).get<float>();
+    const bool okarg = arg.get<std::int64_t>()[7] == std::int64_t(std::max_element(col.begin(), col.end()) - col.begin());
+    add_reduction_case("argmax_axis0_8192sq_f32", bench::median_device_ms([&] { argmax(x, 0, false, {.out = arg}); }),
+                       double(x.nbytes()), okarg);
+  }
+  {  // batch-norm statistics: mean and var over (0, 2, 3) of NCHW, one pass (target 0.06 ms)
+    ndarray x(Shape{64, 256, 56, 56}, float32);
+    fill_random(x, 0, 2, 23);
+    auto [v, m] = var_mean(x, {0, 2, 3});
+    const auto [hm, hv] = host_moments(x(all, 3).get<float>());
+    const bool ok = near(m.get<float>()[3], hm, 1e-4) && near(v.get<float>()[3], hv, 1e-4);
+    add_fused_case("var_mean_axes023_64x256x56x56_f32", bench::median_device_ms([&] { auto r = var_mean(x, {0, 2, 3}); }),
+                   double(x.nbytes()), ok, 0.06);
+    ndarray mo = empty({256}, float32), vo = empty({256}, float32);
+    auto two = [&] {
+      mean(x, {0, 2, 3}, false, {.out = mo});
+      var(x, {0, 2, 3}, false, {.out = vo});
+    };
+    two();
+    const bool ok2 = near(mo.get<float>()[3], hm, 1e-4) && near(vo.get<float>()[3], hv, 1e-4);
+    add_reduction_case("mean_then_var_axes023_64x256x56x56_f32", bench::median_device_ms(two), 2.0 * double(x.nbytes()),
+                       ok2);
+    add_reduction_case("mean_axes023_64x256x56x56_f32",
+                       bench::median_device_ms([&] { mean(x, {0, 2, 3}, false, {.out = mo}); }), double(x.nbytes()),
+                       ok2);
+  }
+  // Short reduced extents beside long kept ones and the reverse.
+  for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{1 << 24, 16}, {16, 1 << 24}}) {
+    ndarray x(Shape{r, c}, float32);
+    fill_random(x, -1, 1, 24);
+    for (int axis : {0, 1}) {
+      ndarray out = empty({axis ? r : c}, float32);
+      sum(x, axis, false, {.out = out});
+      const ndarray line = axis ? x(3) : x(all, 3);
+      double want = 0;
+      for (float v : line.get<float>()) want += v;
+      add_reduction_case(fmt::format("sum_axis{}_{}x{}_f32", axis, r == 16 ? "16" : "2^24", c == 16 ? "16" : "2^24"),
+                         bench::median_device_ms([&] { sum(x, axis, false, {.out = out}); }), double(x.nbytes()),
+                         near(out.get<float>()[3], want, 1e-4));
+    }
+  }
+}
+
+void case_issue16_fused() {
+  const std::int64_t rows = 16384, n = 4096;
+  ndarray x(Shape{rows, n}, float32);
+  fill_random(x, -4, 4, 31);
+  ndarray g(Shape{n}, float32), b(Shape{n}, float32);
+  fill_random(g, 0.5, 1.5, 32);
+  fill_random(b, -1, 1, 33);
+  const auto h0 = x(0).get<float>();
+  const double row_bytes = 2.0 * double(x.nbytes());
+  {
+    const auto softmax = softmax_fn();
+    ndarray y = softmax(x);
+    double mx = -1e30, s = 0;
+    for (float v : h0) mx = std::max<double>(mx, v);
+    for (float v : h0) s += std::exp(v - mx);
+    const auto y0 = y(0).get<float>();
+    bool ok = true;
+    for (std::int64_t k = 0; k < n; k += 97) ok = ok && near(y0[std::size_t(k)], std::exp(h0[std::size_t(k)] - mx) / s, 1e-4);
+    add_fused_case("softmax_lastaxis_16384x4096_f32", bench::median_device_ms([&] { ndarray r = softmax(x); }), row_bytes,
+                   ok, 0.15);
+    const auto lx = kiln::lazy(x);
+    ndarray ls(Shape{rows, n}, float32);
+    auto log_softmax = [&] {
+      eval_into((lx - kiln::max(lx, -1, true)) - kiln::log(kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true)), ls);
+    };
+    log_softmax();
+    const bool ls_ok = near(ls(0).get<float>()[0], h0[0] - mx - std::log(s), 1e-4);
+    add_fused_case("log_softmax_lastaxis_16384x4096_f32", bench::median_device_ms(log_softmax), row_bytes, ls_ok);
+  }
+  {
+    const auto layer_norm = layer_norm_fn();
+    ndarray y = layer_norm(x, g, b);
+    const auto [m, v] = host_moments(h0);
+    const auto hg = g.get<float>(), hb = b.get<float>();
+    const auto y0 = y(0).get<float>();
+    bool ok = true;
+    for (std::int64_t k = 0; k < n; k += 97)
+      ok = ok && near(y0[std::size_t(k)], (h0[std::size_t(k)] - m) / std::sqrt(v + 1e-5) * hg[std::size_t(k)] + hb[std::size_t(k)], 1e-3);
+    add_fused_case("layer_norm_lastaxis_16384x4096_f32", bench::median_device_ms([&] { ndarray r = layer_norm(x, g, b); }),
+                   row_bytes, ok, 0.15);
+  }
+  {  // standardising over the batch axis: rows along a strided axis, two passes
+    ndarray s(Shape{8192, 8192}, float32);
+    fill_random(s, 0, 4, 34);
+    const auto ls = kiln::lazy(s);
+    ndarray z(Shape{8192, 8192}, float32);
+    eval_into((ls - kiln::mean(ls, 0, true)) / kiln::std(ls, 0, true), z);
+    const auto col = s(all, 11).get<float>();
+    const auto [m, v] = host_moments(col);
+    const bool ok = near(z(all, 11).get<float>()[100], (col[100] - m) / std::sqrt(v), 1e-3);
+    add_fused_case("standardize_axis0_8192sq_f32", bench::median_device_ms([&] {
+                     eval_into((ls - kiln::mean(ls, 0, true)) / kiln::std(ls, 0, true), z);
+                   }),
+                   2.0 * double(s.nbytes()), ok)
+        .add("passes", std::int64_t(2));
+  }
+}
+
+// Cold compiles of the new kernel kinds (never seen in this process or the fresh cache) and
+// the host cost of cache-hit fused calls against a bare launch.
+void case_issue16_host() {
+  {
+    ndarray x(Shape{8, 64}, float32);
+    fill_random(x, -1, 1, 41);
+    const auto lx = kiln::lazy(x) * 1.5f;
+    auto t0 = clock_type::now();
+    ndarray y = kiln::exp(lx - kiln::max(lx, -1, true)) / kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true);
+    current_stream().synchronize();
+    add_case("row_kernel_cold_compile_ms", "ms", seconds_since(t0) * 1e3).add("target", 150.0);
+    ndarray xd(Shape{8, 64}, float64);
+    fill_random(xd, -1, 1, 42);
+    t0 = clock_type::now();
+    auto r = var_mean(xd, 1);
+    current_stream().synchronize();
+    add_case("var_mean_cold_compile_ms", "ms", seconds_since(t0) * 1e3).add("target", 150.0);
+  }
+  ndarray x1(Shape{1, 8}, float32);
+  fill_random(x1, -1, 1, 43);
+  const auto softmax = softmax_fn();
+  ndarray y1 = softmax(x1);
+  const auto hit = host_us_vs_bare([&] { ndarray r = softmax(x1); });
+  add_case("softmax_fuse_hit_host_us_burst", "us", hit.fn).add("bare_us", hit.reference).add("over_bare", hit.ratio());
+  const auto vm = host_us_vs_bare([&] { auto r = var_mean(x1, 1); });
+  add_case("var_mean_hit_host_us_burst", "us", vm.fn).add("bare_us", vm.reference).add("over_bare", vm.ratio());
+}
+
 // --compile-check [ARCH]: generates and NVRTC-compiles every kernel above for sm_ARCH (default
 // 90), contiguous (scalar and vector loops), strided and tiled; no GPU needed.
 // ---------------------------------------------------------------- CUDA graphs (issue 17)
@@ -916,6 +1113,48 @@ int compile_check(int arch) {
       ++n;
     }
   }
+  // Issue 16: the softmax and layer norm row kernels, var_mean, and a composite reduction.
+  {
+    auto meta2 = [](const Shape& sh) { return ndarray(nullptr, sh, c_strides(sh, 4), 0, float32); };
+    const auto lx = kiln::lazy(meta2({4, 64}));
+    const ndarray gm = meta2({64});
+    const lazy_expr rows_exprs[] = {
+        kiln::exp(lx - kiln::max(lx, -1, true)) / kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true),
+        (lx - kiln::mean(lx, -1, true)) / kiln::sqrt(kiln::var(lx, -1, true) + 1e-5f) * gm + gm};
+    for (const lazy_expr& e : rows_exprs) {
+      const RowKernel* k = aot::row_kernel(e);
+      if (!k) throw std::runtime_error("a benchmark expression does not plan as a row kernel");
+      std::vector<dtype> dts;
+      std::vector<int> scalars;
+      const auto leaves = aot::row_kernel_leaves(e);
+      for (std::size_t j = 0; j < leaves.size(); ++j) {
+        dts.push_back(k->definition().params[j].fixed);
+        if (!leaves[j].is_array()) scalars.push_back(int(j));
+      }
+      dts.push_back(float32);
+      const auto specs = k->specs({.dtypes = dts, .scalar_inputs = scalars, .max_ndim = 1, .index64 = false});
+      for (const auto& spec : specs) {
+        if (spec.vector_width != 4) continue;
+        if (k->compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for a row kernel");
+        ++n;
+      }
+    }
+    for (const ReductionKernel* k : aot::builtin_reductions()) {
+      if (k->name() != "kiln_var_mean") continue;
+      for (const auto& spec : k->specs({.dtypes = {float32, int64, float32, float32}, .scalar_inputs = {1}, .max_ndim = 2, .index64 = false})) {
+        if (k->compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for var_mean");
+        ++n;
+      }
+    }
+    const auto ln = kiln::lazy(meta2({8, 16}));
+    const expr stats[] = {kiln::mean(ln, 0), kiln::std(ln, 0)};
+    const ReductionKernel& k = aot::multi_reduction(stats);
+    const auto specs = k.specs({.dtypes = {float32, int64, float32, float32}, .scalar_inputs = {1}, .max_ndim = 1, .index64 = false});
+    for (const auto& spec : specs) {
+      if (k.compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for a composite reduction");
+      ++n;
+    }
+  }
   // NVRTC time of one complex64 ElementwiseKernel (contiguous scalar loop), best of 3.
   double complex_ms = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
@@ -950,8 +1189,14 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (argc != 1) {
-    std::fprintf(stderr, "usage: %s   (prints one JSON object)\n", argv[0]);
+  if (argc == 3 && std::strcmp(argv[1], "--groups") == 0) {
+    for (std::string_view rest = argv[2]; !rest.empty();) {
+      const auto comma = rest.find(',');
+      g_only.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: %s [--groups GROUP,...]   (prints one JSON object)\n", argv[0]);
     return 2;
   }
   if (device_count() == 0) {
@@ -998,7 +1243,10 @@ int main(int argc, char** argv) {
   run_group("reduction_host", [&] {
     case_reduction_host(std::to_string((unsigned long long)clock_type::now().time_since_epoch().count()));
   });
-  run_group("cold_layouts", case_cold_layouts);
+  run_group("issue16_host", case_issue16_host);  // first: its cold compiles must be cold
+  run_group("issue16_reductions", case_issue16_reductions);
+  run_group("issue16_fused", case_issue16_fused);
+  run_group("cold_layouts", case_cold_layouts);  // last: kernels compiled after it read slower
 
   std::string out = fmt::format("{{\"device\": {}, \"device_info\": {}, ", device_json, device_info);
   out += fmt::format("\"wall_s\": {}, \"cases\": [", json_number(seconds_since(t_start)));

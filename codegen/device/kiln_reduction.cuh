@@ -1,15 +1,29 @@
 // Reduction kernels' support: warp shuffles of any trivially copyable type (moved as 32-bit
-// words) and L1-bypassing loads of other blocks' partials. Follows kiln_core.cuh.
+// words; `kiln_width` lanes per segment, as __shfl_*_sync's width) and L1-bypassing loads of
+// other blocks' partials; then the row kernels' loads. Follows kiln_core.cuh.
 
 // kiln-section kiln_reduction
 template <class kiln_V>
-__device__ __forceinline__ kiln_V kiln_shfl_down(const kiln_V& kiln_x, int kiln_d) {
+__device__ __forceinline__ kiln_V kiln_shfl_down(const kiln_V& kiln_x, int kiln_d, int kiln_width = 32) {
   constexpr int kiln_w = (int(sizeof(kiln_V)) + 3) / 4;
   unsigned kiln_u[kiln_w];
   memcpy(kiln_u, &kiln_x, sizeof(kiln_V));
 #pragma unroll
   for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k)
-    kiln_u[kiln_k] = __shfl_down_sync(0xffffffffu, kiln_u[kiln_k], kiln_d);
+    kiln_u[kiln_k] = __shfl_down_sync(0xffffffffu, kiln_u[kiln_k], kiln_d, kiln_width);
+  kiln_V kiln_r;
+  memcpy(&kiln_r, kiln_u, sizeof(kiln_V));
+  return kiln_r;
+}
+// Lane 0's value of each `kiln_width`-lane segment, in every lane of it.
+template <class kiln_V>
+__device__ __forceinline__ kiln_V kiln_shfl_first(const kiln_V& kiln_x, int kiln_width = 32) {
+  constexpr int kiln_w = (int(sizeof(kiln_V)) + 3) / 4;
+  unsigned kiln_u[kiln_w];
+  memcpy(kiln_u, &kiln_x, sizeof(kiln_V));
+#pragma unroll
+  for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k)
+    kiln_u[kiln_k] = __shfl_sync(0xffffffffu, kiln_u[kiln_k], 0, kiln_width);
   kiln_V kiln_r;
   memcpy(&kiln_r, kiln_u, sizeof(kiln_V));
   return kiln_r;
@@ -24,4 +38,19 @@ __device__ __forceinline__ kiln_V kiln_load_cg(const kiln_V* kiln_p) {
   kiln_V kiln_r;
   memcpy(&kiln_r, kiln_u, sizeof(kiln_V));
   return kiln_r;
+}
+
+// kiln-section kiln_rows
+// A row kernel's vector of kiln_w elements starting at element kiln_e of a row: operands
+// move along the row with unit steps, or not at all (a broadcast operand: one element, repeated).
+template <int kiln_w, class kiln_V, class kiln_I>
+__device__ __forceinline__ void kiln_row_load(kiln_V (&kiln_dst)[kiln_w], const char* kiln_row, kiln_I kiln_e,
+                                              kiln_I kiln_step) {
+  if (kiln_step == 0) {
+    const kiln_V kiln_v = *reinterpret_cast<const kiln_V*>(kiln_row);
+#pragma unroll
+    for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k) kiln_dst[kiln_k] = kiln_v;
+  } else {
+    kiln_load<kiln_w>(kiln_dst, reinterpret_cast<const kiln_V*>(kiln_row) + kiln_e);
+  }
 }

@@ -34,10 +34,11 @@ void emit(std::span<const ExpressionNode> nodes, int at, std::string& out, std::
   out += ')';
 }
 
-std::string params_text(std::span<const dtype> leaf_types) {
+std::string params_text(std::span<const dtype> leaf_types, std::uint64_t raw_leaves = 0) {
   std::string s;
   for (std::size_t j = 0; j < leaf_types.size(); ++j)
-    fmt::format_to(std::back_inserter(s), "{}{} in{}", j ? ", " : "", leaf_types[j].name(), j);
+    fmt::format_to(std::back_inserter(s), "{}{}{} in{}", j ? ", " : "", (raw_leaves >> j & 1) ? "raw " : "",
+                   leaf_types[j].name(), j);
   return s;
 }
 
@@ -66,6 +67,16 @@ ExpressionText expression_map_text(std::span<const ExpressionNode> nodes, int ro
   std::uint32_t helpers = 0;
   emit(nodes, root, t.code, helpers);
   t.in_params = params_text(leaf_types);
+  t.helpers = expression_helpers(helpers);
+  return t;
+}
+
+ExpressionTexts expression_texts(std::span<const ExpressionNode> nodes, std::span<const int> roots,
+                                 std::span<const dtype> leaf_types, std::uint64_t raw_leaves) {
+  ExpressionTexts t;
+  std::uint32_t helpers = 0;
+  for (int r : roots) emit(nodes, r, t.codes.emplace_back(), helpers);
+  t.in_params = params_text(leaf_types, raw_leaves);
   t.helpers = expression_helpers(helpers);
   return t;
 }

@@ -5,6 +5,16 @@
 namespace kiln::codegen {
 namespace {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t pow2_floor(std::int64_t v) {
+  std::int64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+std::int64_t pow2_ceil(std::int64_t v) {
+  std::int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
 }  // namespace
 
 LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size, int block,
@@ -72,16 +82,25 @@ LaunchGeometry tiled_geometry(std::int64_t tiles) {
 ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int64_t n, int block,
                                      int sm_count) {
   ReductionGeometry g;
-  g.block = block ? block : kDefaultBlock;
+  g.block = g.block_x = block ? block : kDefaultBlock;
   constexpr std::int64_t kMaxGrid = 0x7fffffff;
   // Two waves of full-occupancy blocks keep enough loads in flight to reach copy bandwidth.
   const std::int64_t target = std::int64_t(std::max(sm_count, 1)) * std::max(1, 2048 / g.block) * 2;
   s.split = 0;
   if (s.strategy == ReductionStrategy::outer) {
-    const std::int64_t tiles = ceil_div(m, g.block);
-    // Each part keeps at least 32 rows per thread so partials stay small beside the input.
-    const std::int64_t parts = std::clamp<std::int64_t>(ceil_div(target, tiles), 1,
-                                                        std::clamp<std::int64_t>(ceil_div(n, 32), 1, 65535));
+    const std::int64_t threads = pow2_floor(std::min(g.block, kOuterMaxBlock));
+    const std::int64_t groups = std::max<std::int64_t>(1, ceil_div(m, s.vector_width));
+    const std::int64_t narrowest = std::min<std::int64_t>(32, pow2_ceil(groups));
+    const std::int64_t by = std::clamp<std::int64_t>(pow2_floor(std::max<std::int64_t>(1, n / 16)),
+                                                     1, threads / narrowest);
+    const std::int64_t bx = threads / by;
+    const std::int64_t tiles = ceil_div(groups, bx);
+    // Each part keeps at least 8 reduced elements per thread so partials stay small.
+    const std::int64_t parts = std::clamp<std::int64_t>(
+        ceil_div(target, tiles), 1, std::clamp<std::int64_t>(ceil_div(n, by * 8), 1, 65535));
+    g.block = int(threads);
+    g.block_x = int(bx);
+    g.block_y = int(by);
     g.grid_x = std::uint32_t(std::min(tiles, kMaxGrid));
     g.parts = g.grid_y = std::uint32_t(parts);
     if (parts > 1) {
@@ -91,16 +110,38 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
     }
     return g;
   }
-  const std::int64_t per_pass = std::int64_t(g.block) * s.vector_width * 4;
-  // A warp per row when rows are short: a block would leave most of its threads idle.
-  if (m > 1 && n <= 32 * s.vector_width * 16) {
+  const int vw = s.red_contiguous ? s.vector_width : 1;
+  const std::int64_t per_pass = std::int64_t(g.block) * vw * 4;
+  // Lanes per row: enough that each runs about 32 vectors (so the row's combine, which may
+  // cost a division per level for moments, is small beside its loads), doubled while the rows
+  // would leave the GPU's threads idle. Up to 32 lanes: a group per row, rows filling the
+  // block; more: a block of that many threads per row (or the block_size asked for).
+  const std::int64_t wave = std::int64_t(std::max(sm_count, 1)) * 2048;
+  std::int64_t lanes =
+      std::clamp<std::int64_t>(pow2_ceil(ceil_div(ceil_div(n, vw), 32)), 1, g.block);
+  while (m * lanes < wave && lanes < g.block) lanes *= 2;
+  if (m > 1 && lanes <= 32 && !block) {
     s.strategy = ReductionStrategy::inner_warp;
-    g.grid_x = std::uint32_t(std::clamp<std::int64_t>(ceil_div(m, g.block / 32), 1, kMaxGrid));
+    g.block_x = int(lanes);
+    g.block_y = g.block / int(lanes);
+    g.grid_x = std::uint32_t(std::clamp<std::int64_t>(ceil_div(m, g.block_y), 1, kMaxGrid));
     return g;
   }
+  if (m > 1 && n <= 32 * std::int64_t(vw) * 16 &&
+      block) {  // a block size was asked for: short rows as before
+    s.strategy = ReductionStrategy::inner_warp;
+    g.block_x = 32;
+    g.block_y = g.block / 32;
+    g.grid_x = std::uint32_t(std::clamp<std::int64_t>(ceil_div(m, g.block_y), 1, kMaxGrid));
+    return g;
+  }
+  if (!block && m >= target) g.block = g.block_x = int(std::max<std::int64_t>(lanes, 64));
   s.strategy = ReductionStrategy::inner_block;
+  // Whole waves: rounding the parts down keeps the last wave from running a sliver of blocks.
   const std::int64_t parts =
-      m >= target ? 1 : std::clamp<std::int64_t>(ceil_div(target, m), 1, std::max<std::int64_t>(1, ceil_div(n, per_pass)));
+      m >= target ? 1
+                  : std::clamp<std::int64_t>(target / m, 1,
+                                             std::max<std::int64_t>(1, ceil_div(n, per_pass)));
   if (parts > 1) {
     s.split = 1;
     g.parts = std::uint32_t(parts);

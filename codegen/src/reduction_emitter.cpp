@@ -2,15 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "kiln/codegen/device_header.hpp"
+#include "kiln/codegen/launch_config.hpp"
 #include "kiln_codegen_device_sources.hpp"
 #include "source_writer.hpp"
 
 namespace kiln::codegen {
 namespace {
 
-
 constexpr int kUnroll = 4;  // vectors (or elements) loaded per thread before they are reduced
+// outer kernels' blocks have at most this many threads (the shared tree holds one each)
+constexpr int kOuterMaxThreads = kOuterMaxBlock;
 
 struct Emit {
   SourceWriter& w;
@@ -40,8 +44,10 @@ struct Emit {
     w.line("extern \"C\" __global__ void {}(", def.name);
     for (int k = 0; k < s.nparams; ++k) {
       const Param& p = param(k);
-      const bool user_name = s.kind(k) == OperandKind::raw_array || (s.kind(k) == OperandKind::scalar && p.raw);
-      w.line("    {} {}{},", abi_type(reduction_arg(s, k, p.is_output)), user_name ? "" : "kiln_p_", p.name);
+      const bool user_name =
+          s.kind(k) == OperandKind::raw_array || (s.kind(k) == OperandKind::scalar && p.raw);
+      w.line("    {} {}{},", abi_type(reduction_arg(s, k, p.is_output)), user_name ? "" : "kiln_p_",
+             p.name);
     }
     w.line("    {} kiln_m,", abi_type(reduction_arg(s, s.nparams)));
     w.line("    {} kiln_n,", abi_type(reduction_arg(s, s.nparams + 1)));
@@ -66,7 +72,9 @@ struct Emit {
     w.user("map_expr", def.map_expr);
     w.line("    );");
     w.line("  }};");
-    w.line("  auto kiln_reduce = [&](const _type_reduce& a, const _type_reduce& b) -> _type_reduce {{");
+    w.line(
+        "  auto kiln_reduce = [&](const _type_reduce& a, const _type_reduce& b) -> _type_reduce "
+        "{{");
     w.line("    return (");
     w.user("reduce_expr", def.reduce_expr);
     w.line("    );");
@@ -92,8 +100,10 @@ struct Emit {
     }
     w.line("  }};");
     w.line("  auto kiln_combine = [&](kiln_acc& kiln_x, const kiln_acc& kiln_y) {{");
-    if (has_identity()) w.line("    kiln_x.v = kiln_reduce(kiln_x.v, kiln_y.v);");
-    else w.line("    if (kiln_y.has) kiln_add(kiln_x, kiln_y.v);");
+    if (has_identity())
+      w.line("    kiln_x.v = kiln_reduce(kiln_x.v, kiln_y.v);");
+    else
+      w.line("    if (kiln_y.has) kiln_add(kiln_x, kiln_y.v);");
     w.line("  }};");
     std::string outs = "_type_reduce a, const kiln_idx _i";
     for (int k = def.nin; k < s.nparams; ++k)
@@ -103,13 +113,19 @@ struct Emit {
     w.user("post_map_expr", def.post_map_expr);
     w.line("  ;}};");
     w.line("  auto kiln_warp_reduce = [&](kiln_acc kiln_x) {{");
-    w.line("#pragma unroll");
-    w.line("    for (int kiln_d = 16; kiln_d > 0; kiln_d >>= 1) kiln_combine(kiln_x, kiln_shfl_down(kiln_x, kiln_d));");
+    // A large state (moments, argmax's pair) merges in many instructions (moments: divisions):
+    // the tree as a loop costs nothing beside the row's loads and halves NVRTC's time
+    // (var_mean float64 193 -> 95 ms); small states stay unrolled.
+    w.line("#pragma unroll (sizeof(kiln_acc) > 16 ? 1 : 5)");
+    w.line(
+        "    for (int kiln_d = 16; kiln_d > 0; kiln_d >>= 1) kiln_combine(kiln_x, "
+        "kiln_shfl_down(kiln_x, kiln_d));");
     w.line("    return kiln_x;");
     w.line("  }};");
     w.line("  __shared__ __align__(16) unsigned char kiln_smem_raw[32 * sizeof(kiln_acc)];");
     w.line("  kiln_acc* const kiln_smem = reinterpret_cast<kiln_acc*>(kiln_smem_raw);");
-    w.line("  auto kiln_block_reduce = [&](kiln_acc kiln_x) {{  // the block's result, in thread 0");
+    w.line(
+        "  auto kiln_block_reduce = [&](kiln_acc kiln_x) {{  // the block's result, in thread 0");
     w.line("    kiln_x = kiln_warp_reduce(kiln_x);");
     w.line("    const int kiln_lane = int(threadIdx.x & 31), kiln_wid = int(threadIdx.x >> 5);");
     w.line("    __syncthreads();");
@@ -124,6 +140,7 @@ struct Emit {
   }
 
   // ---- indexing ----
+  int last() const { return all_ndim() - 1; }
   // kiln_oo_<name>: byte offset of output element `idx` (over the output dims) per array operand.
   void out_offsets(std::string_view ind, std::string_view idx) {
     w.line("{}kiln_uidx kiln_rem = {};", ind, idx);
@@ -139,125 +156,186 @@ struct Emit {
     array_operands([&](int, const Param& p) {
       w.line("{0}kiln_oo_{1} += kiln_idx(kiln_rem) * kiln_p_{1}.kiln_s[0];", ind, p.name);
     });
-    if (s.red_contiguous)
-      array_inputs([&](int k, const Param& p) {
-        w.line("{}const {} * const kiln_row_{} = reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + kiln_oo_{});", ind,
-               ctype(k), p.name, ctype(k), p.name, p.name);
-      });
   }
 
-  // Adds the map of reduced element `j` of output `row` to `acc`.
-  void add_element(std::string_view ind, std::string_view acc, std::string_view row, std::string_view j) {
-    if (!s.red_contiguous) {
-      if (s.red_ndim == 1) {
-        array_inputs([&](int, const Param& p) {
-          w.line("{0}const kiln_idx kiln_ro_{1} = kiln_idx({2}) * kiln_p_{1}.kiln_s[{3}];", ind, p.name, j, int(s.out_ndim));
-        });
-      } else {
-        w.line("{}kiln_uidx kiln_rr = {};", ind, j);
-        array_inputs([&](int, const Param& p) { w.line("{}kiln_idx kiln_ro_{} = 0;", ind, p.name); });
-        for (int d = all_ndim() - 1; d > s.out_ndim; --d) {
-          w.line("{}{{ const kiln_uidx kiln_e = kiln_uidx(kiln_shape.kiln_v[{}]);", ind, d);
-          w.line("{}  const kiln_idx kiln_c = kiln_idx(kiln_rr % kiln_e); kiln_rr /= kiln_e;", ind);
-          array_inputs([&](int, const Param& p) {
-            w.line("{0}  kiln_ro_{1} += kiln_c * kiln_p_{1}.kiln_s[{2}];", ind, p.name, d);
-          });
-          w.line("{}}}", ind);
-        }
-        array_inputs([&](int, const Param& p) {
-          w.line("{0}kiln_ro_{1} += kiln_idx(kiln_rr) * kiln_p_{1}.kiln_s[{2}];", ind, p.name, int(s.out_ndim));
-        });
-      }
+  // A walker over a row's reduced elements (or vectors): a thread starts at `start` and steps
+  // by `step`; the position is (run kiln_r, offset kiln_o in the run), the run being the last
+  // reduced dim, so stepping costs adds and one compare, never a division.
+  bool runs() const { return s.red_ndim > 1; }
+  void walker_setup(std::string_view ind, std::string_view start, std::string_view step, int per) {
+    if (!runs()) return;
+    w.line("{}const kiln_uidx kiln_L = kiln_uidx(kiln_shape.kiln_v[{}]) / {};", ind, last(), per);
+    w.line("{}const kiln_uidx kiln_Ls = kiln_L ? kiln_L : 1;", ind);
+    w.line("{}kiln_uidx kiln_r = kiln_uidx({}) / kiln_Ls;", ind, start);
+    w.line("{}kiln_uidx kiln_o = kiln_uidx({}) - kiln_r * kiln_Ls;", ind, start);
+    w.line(
+        "{}const kiln_uidx kiln_sr = kiln_uidx({}) / kiln_Ls, kiln_so = kiln_uidx({}) - kiln_sr * "
+        "kiln_Ls;",
+        ind, step, step);
+  }
+  void walker_advance(std::string_view ind) {
+    if (!runs()) return;
+    w.line("{}kiln_o += kiln_so; kiln_r += kiln_sr;", ind);
+    w.line("{}if (kiln_o >= kiln_Ls) {{ kiln_o -= kiln_Ls; ++kiln_r; }}", ind);
+  }
+  // kiln_ro_<name>: byte offset of the walker's run (kiln_r) per array input.
+  void run_offsets(std::string_view ind) {
+    if (!runs()) return;
+    if (s.red_ndim == 2) {
+      array_inputs([&](int, const Param& p) {
+        w.line("{0}const kiln_idx kiln_ro_{1} = kiln_idx(kiln_r) * kiln_p_{1}.kiln_s[{2}];", ind,
+               p.name, int(s.out_ndim));
+      });
+      return;
     }
+    w.line("{}kiln_uidx kiln_rr = kiln_r;", ind);
+    array_inputs([&](int, const Param& p) { w.line("{}kiln_idx kiln_ro_{} = 0;", ind, p.name); });
+    for (int d = last() - 1; d > s.out_ndim; --d) {
+      w.line("{}{{ const kiln_uidx kiln_e = kiln_uidx(kiln_shape.kiln_v[{}]);", ind, d);
+      w.line("{}  const kiln_idx kiln_c = kiln_idx(kiln_rr % kiln_e); kiln_rr /= kiln_e;", ind);
+      array_inputs([&](int, const Param& p) {
+        w.line("{0}  kiln_ro_{1} += kiln_c * kiln_p_{1}.kiln_s[{2}];", ind, p.name, d);
+      });
+      w.line("{}}}", ind);
+    }
+    array_inputs([&](int, const Param& p) {
+      w.line("{0}kiln_ro_{1} += kiln_idx(kiln_rr) * kiln_p_{1}.kiln_s[{2}];", ind, p.name,
+             int(s.out_ndim));
+    });
+  }
+  // The position along the reduced axes (C order) of the walker's element (vector) `o`.
+  std::string walker_j(std::string_view o, int per) const {
+    const std::string off = per > 1 ? fmt::format("({}) * {}", o, per) : std::string(o);
+    if (!runs()) return off;
+    return fmt::format("kiln_r * kiln_uidx(kiln_shape.kiln_v[{}]) + {}", last(), off);
+  }
+  // Address of input p's element (vector) at the walker's position, offset `o` in the run.
+  std::string element_address(int k, const Param& p, std::string_view o, int per) const {
+    const std::string base = fmt::format("kiln_p_{}.kiln_p + kiln_oo_{}{}", p.name, p.name,
+                                         runs() ? " + kiln_ro_" + p.name : std::string());
+    if (s.red_contiguous)
+      return fmt::format("reinterpret_cast<const {}*>({}) + kiln_idx({}) * {}", ctype(k), base, o,
+                         per);
+    return fmt::format("reinterpret_cast<const {}*>({} + kiln_idx({}) * kiln_p_{}.kiln_s[{}])",
+                       ctype(k), base, o, p.name, last());
+  }
+
+  std::string map_call(std::string_view acc, std::string_view row, std::string_view j,
+                       const std::function<std::string(int, const Param&)>& value) const {
     std::string call = fmt::format("kiln_add({}, kiln_map(kiln_idx({}), kiln_idx({})", acc, row, j);
     for (int k = 0; k < def.nin; ++k) {
       const Param& p = param(k);
       if (p.raw) continue;
-      if (s.kind(k) == OperandKind::scalar) call += ", kiln_p_" + p.name;
-      else if (s.red_contiguous) call += fmt::format(", kiln_row_{}[{}]", p.name, j);
-      else
-        call += fmt::format(", *reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + kiln_oo_{} + kiln_ro_{})", ctype(k),
-                            p.name, p.name, p.name);
+      call += ", " + (s.kind(k) == OperandKind::scalar ? "kiln_p_" + p.name : value(k, p));
     }
-    w.line("{}{}));", ind, call);
+    return call + "));";
   }
 
-  void post_store(std::string_view ind, std::string_view acc, std::string_view row) {
+  void post_store(std::string_view ind, std::string_view acc, std::string_view row,
+                  std::string_view out_extra = {}) {
     std::string call = fmt::format("kiln_post({}.v, kiln_idx({})", acc, row);
     for (int k = def.nin; k < s.nparams; ++k) {
       const Param& p = param(k);
-      if (!p.raw) call += fmt::format(", *reinterpret_cast<{}*>(kiln_p_{}.kiln_p + kiln_oo_{})", ctype(k), p.name, p.name);
+      if (!p.raw)
+        call += fmt::format(
+            ", *reinterpret_cast<{}*>(kiln_p_{}.kiln_p + kiln_oo_{}{})", ctype(k), p.name, p.name,
+            out_extra.empty()
+                ? std::string()
+                : fmt::format(" + {} * kiln_p_{}.kiln_s[{}]", out_extra, p.name, s.out_ndim - 1));
     }
     w.line("{}{});", ind, call);
   }
 
-  // ---- inner strategies: a warp, a block, or several blocks per output row ----
+  // ---- inner strategies: a group of lanes, a block, or several blocks per output row ----
+  // Thread `t` of the row's `g` threads: kUnroll loads in flight (vectors along the runs when
+  // the inputs are contiguous there), then their elements mapped and added.
   void inner_loop(std::string_view ind, std::string_view t, std::string_view g) {
-    if (s.red_contiguous && s.vector_width > 1) {
-      const int vw = s.vector_width;
-      w.line("{}const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", ind, vw);
-      w.line("{}for (kiln_uidx kiln_v = {}; kiln_v < kiln_nvec; kiln_v += {} * ({})) {{", ind, t, kUnroll, g);
-      array_inputs([&](int k, const Param& p) {
-        w.line("{}  {} kiln_r_{}[{}][{}];", ind, ctype(k), p.name, kUnroll, vw);
-      });
-      w.line("#pragma unroll");
-      w.line("{}  for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", ind, kUnroll);
-      w.line("{}    const kiln_uidx kiln_q = kiln_v + kiln_u * ({});", ind, g);
-      w.line("{}    if (kiln_q < kiln_nvec) {{", ind);
-      array_inputs([&](int, const Param& p) {
-        w.line("{}      kiln_load<{}>(kiln_r_{}[kiln_u], kiln_row_{} + kiln_q * {});", ind, vw, p.name, p.name, vw);
-      });
-      w.line("{}    }}", ind);
-      w.line("{}  }}", ind);
-      w.line("#pragma unroll");
-      w.line("{}  for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", ind, kUnroll);
-      w.line("{}    const kiln_uidx kiln_q = kiln_v + kiln_u * ({});", ind, g);
-      w.line("{}    if (kiln_q < kiln_nvec) {{", ind);
-      w.line("#pragma unroll");
-      w.line("{}      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, vw);
-      std::string call = "kiln_add(kiln_a, kiln_map(kiln_idx(kiln_row), kiln_idx(kiln_q * " + std::to_string(vw) + " + kiln_k)";
-      for (int k = 0; k < def.nin; ++k) {
-        const Param& p = param(k);
-        if (p.raw) continue;
-        call += s.kind(k) == OperandKind::scalar ? ", kiln_p_" + p.name
-                                                 : fmt::format(", kiln_r_{}[kiln_u][kiln_k]", p.name);
-      }
-      w.line("{}        {}));", ind, call);
-      w.line("{}      }}", ind);
-      w.line("{}    }}", ind);
-      w.line("{}  }}", ind);
-      w.line("{}}}", ind);
-      w.line("{}for (kiln_uidx kiln_j = kiln_nvec * {} + {}; kiln_j < kiln_uidx(kiln_n); kiln_j += {}) {{", ind, vw, t, g);
-    } else {
-      w.line("#pragma unroll {}", kUnroll);
-      w.line("{}for (kiln_uidx kiln_j = {}; kiln_j < kiln_uidx(kiln_n); kiln_j += {}) {{", ind, t, g);
-    }
-    add_element(std::string(ind) + "  ", "kiln_a", "kiln_row", "kiln_j");
+    const int vw = s.red_contiguous ? s.vector_width : 1;
+    w.line("{}const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", ind, vw);
+    walker_setup(ind, t, g, vw);
+    w.line("{}for (kiln_uidx kiln_q = {}; kiln_q < kiln_nvec; kiln_q += {} * ({})) {{", ind, t,
+           kUnroll, g);
+    array_inputs([&](int k, const Param& p) {
+      w.line("{}  {} kiln_v_{}[{}][{}];", ind, ctype(k), p.name, kUnroll, vw);
+    });
+    w.line("{}  kiln_uidx kiln_jj[{}];", ind, kUnroll);
+    w.line("#pragma unroll");
+    w.line("{}  for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", ind, kUnroll);
+    w.line("{}    const kiln_uidx kiln_qu = kiln_q + kiln_u * ({});", ind, g);
+    w.line("{}    if (kiln_qu < kiln_nvec) {{", ind);
+    std::string in2 = std::string(ind) + "      ";
+    run_offsets(in2);
+    const std::string o = runs() ? "kiln_o" : "kiln_qu";
+    w.line("{}kiln_jj[kiln_u] = {};", in2, walker_j(o, vw));
+    array_inputs([&](int k, const Param& p) {
+      if (vw > 1)
+        w.line("{}kiln_load<{}>(kiln_v_{}[kiln_u], {});", in2, vw, p.name,
+               element_address(k, p, o, vw));
+      else
+        w.line("{}kiln_v_{}[kiln_u][0] = *({});", in2, p.name, element_address(k, p, o, 1));
+    });
+    w.line("{}    }}", ind);
+    walker_advance(std::string(ind) + "    ");
+    w.line("{}  }}", ind);
+    w.line("#pragma unroll");
+    w.line("{}  for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", ind, kUnroll);
+    w.line("{}    if (kiln_q + kiln_u * ({}) < kiln_nvec) {{", ind, g);
+    w.line("#pragma unroll");
+    w.line("{}      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, vw);
+    w.line("{}        {}", ind,
+           map_call("kiln_a", "kiln_row", "kiln_jj[kiln_u] + kiln_k", [](int, const Param& p) {
+             return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
+           }));
+    w.line("{}      }}", ind);
+    w.line("{}    }}", ind);
+    w.line("{}  }}", ind);
     w.line("{}}}", ind);
+    if (vw > 1 && !runs()) {  // one run: the elements past the last whole vector
+      w.line(
+          "{}for (kiln_uidx kiln_j = kiln_nvec * {} + {}; kiln_j < kiln_uidx(kiln_n); kiln_j += "
+          "{}) {{",
+          ind, vw, t, g);
+      w.line("{}  {}", ind, map_call("kiln_a", "kiln_row", "kiln_j", [&](int k, const Param& p) {
+               return "*(" + element_address(k, p, "kiln_j", 1) + ")";
+             }));
+      w.line("{}}}", ind);
+    }
   }
 
   void inner() {
     const char* ind = "    ";
     if (s.strategy == ReductionStrategy::inner_warp) {
-      w.line("  const kiln_uidx kiln_rpb = blockDim.x >> 5;");
-      w.line("  const kiln_uidx kiln_t = threadIdx.x & 31;");
-      w.line("  for (kiln_uidx kiln_row = kiln_uidx(blockIdx.x) * kiln_rpb + (threadIdx.x >> 5); kiln_row < kiln_uidx(kiln_m);");
-      w.line("       kiln_row += kiln_uidx(gridDim.x) * kiln_rpb) {{");
-      out_offsets(ind, "kiln_row");
+      // blockDim.x lanes per row (a power of two up to 32), blockDim.y rows per block. Every
+      // lane takes part in every shuffle: the row loop is uniform across the block.
+      w.line("  const kiln_uidx kiln_t = threadIdx.x, kiln_lanes = blockDim.x;");
+      w.line(
+          "  for (kiln_uidx kiln_base = kiln_uidx(blockIdx.x) * blockDim.y; kiln_base < "
+          "kiln_uidx(kiln_m);");
+      w.line("       kiln_base += kiln_uidx(gridDim.x) * blockDim.y) {{");
+      w.line("    const kiln_uidx kiln_row = kiln_base + threadIdx.y;");
+      w.line("    const bool kiln_live = kiln_row < kiln_uidx(kiln_m);");
+      out_offsets(ind, "kiln_live ? kiln_row : 0");
       w.line("    kiln_acc kiln_a = kiln_init();");
-      inner_loop(ind, "kiln_t", "32");
-      w.line("    kiln_a = kiln_warp_reduce(kiln_a);");
-      w.line("    if (kiln_t == 0) {{");
+      w.line("    if (kiln_live) {{");
+      inner_loop("      ", "kiln_t", "kiln_lanes");
+      w.line("    }}");
+      w.line("    for (int kiln_d = int(kiln_lanes) >> 1; kiln_d > 0; kiln_d >>= 1)");
+      w.line("      kiln_combine(kiln_a, kiln_shfl_down(kiln_a, kiln_d, int(kiln_lanes)));");
+      w.line("    if (kiln_live && kiln_t == 0) {{");
       post_store("      ", "kiln_a", "kiln_row");
       w.line("    }}");
       w.line("  }}");
       return;
     }
     if (!s.split) {
-      w.line("  for (kiln_uidx kiln_row = blockIdx.x; kiln_row < kiln_uidx(kiln_m); kiln_row += gridDim.x) {{");
+      w.line(
+          "  for (kiln_uidx kiln_row = blockIdx.x; kiln_row < kiln_uidx(kiln_m); kiln_row += "
+          "gridDim.x) {{");
       out_offsets(ind, "kiln_row");
       w.line("    kiln_acc kiln_a = kiln_init();");
-      inner_loop(ind, "threadIdx.x", "blockDim.x");
+      w.line("    {{");
+      inner_loop("      ", "threadIdx.x", "blockDim.x");
+      w.line("    }}");
       w.line("    kiln_a = kiln_block_reduce(kiln_a);");
       w.line("    if (threadIdx.x == 0) {{");
       post_store("      ", "kiln_a", "kiln_row");
@@ -267,80 +345,174 @@ struct Emit {
     }
     // Split: the grid is exactly M * S blocks; block b works on part b % S of row b / S.
     w.line("  const kiln_uidx kiln_parts = gridDim.x / kiln_uidx(kiln_m);");
-    w.line("  const kiln_uidx kiln_row = blockIdx.x / kiln_parts, kiln_part = blockIdx.x % kiln_parts;");
-    w.line("  const kiln_uidx kiln_t = kiln_part * blockDim.x + threadIdx.x, kiln_g = kiln_parts * blockDim.x;");
+    w.line(
+        "  const kiln_uidx kiln_row = blockIdx.x / kiln_parts, kiln_part = blockIdx.x % "
+        "kiln_parts;");
+    w.line(
+        "  const kiln_uidx kiln_t = kiln_part * blockDim.x + threadIdx.x, kiln_g = kiln_parts * "
+        "blockDim.x;");
     w.line("  {{");
     out_offsets(ind, "kiln_row");
     w.line("    kiln_acc kiln_a = kiln_init();");
-    inner_loop(ind, "kiln_t", "kiln_g");
+    w.line("    {{");
+    inner_loop("      ", "kiln_t", "kiln_g");
+    w.line("    }}");
     w.line("    kiln_a = kiln_block_reduce(kiln_a);");
-    split_finish(ind, "kiln_row * kiln_parts + kiln_part", "kiln_row", "kiln_row * kiln_parts + kiln_q",
-                 "kiln_parts", true);
+    w.line("    kiln_acc* const kiln_ws = reinterpret_cast<kiln_acc*>(kiln_ws_bytes);");
+    w.line("    __shared__ bool kiln_last;");
+    w.line("    if (threadIdx.x == 0) {{");
+    w.line("      kiln_ws[kiln_row * kiln_parts + kiln_part] = kiln_a;");
+    w.line("      __threadfence();");
+    w.line(
+        "      kiln_last = atomicInc(kiln_sem + kiln_row, unsigned(kiln_parts) - 1u) == "
+        "unsigned(kiln_parts) - 1u;");
+    w.line("    }}");
+    w.line("    __syncthreads();");
+    w.line("    if (kiln_last) {{");
+    w.line("      __threadfence();");
+    w.line("      kiln_acc kiln_b = kiln_init();");
+    w.line("      for (kiln_uidx kiln_q = threadIdx.x; kiln_q < kiln_parts; kiln_q += blockDim.x)");
+    w.line("        kiln_combine(kiln_b, kiln_load_cg(kiln_ws + kiln_row * kiln_parts + kiln_q));");
+    w.line("      kiln_b = kiln_block_reduce(kiln_b);");
+    w.line("      if (threadIdx.x == 0) {{");
+    post_store("        ", "kiln_b", "kiln_row");
+    w.line("      }}");
+    w.line("    }}");
     w.line("  }}");
   }
 
-  // Partials of a split row/column: written, counted, combined by the last block to arrive.
-  void split_finish(std::string_view ind, std::string_view slot, std::string_view sem,
-                    std::string_view read_slot, std::string_view parts, bool block_result) {
-    w.line("{}kiln_acc* const kiln_ws = reinterpret_cast<kiln_acc*>(kiln_ws_bytes);", ind);
-    w.line("{}__shared__ bool kiln_last;", ind);
-    if (block_result) {
-      w.line("{}if (threadIdx.x == 0) {{", ind);
-      w.line("{}  kiln_ws[{}] = kiln_a;", ind, slot);
-      w.line("{}  __threadfence();", ind);
-      w.line("{}  kiln_last = atomicInc(kiln_sem + {}, unsigned({}) - 1u) == unsigned({}) - 1u;", ind, sem, parts, parts);
-      w.line("{}}}", ind);
-      w.line("{}__syncthreads();", ind);
-      w.line("{}if (kiln_last) {{", ind);
-      w.line("{}  __threadfence();", ind);
-      w.line("{}  kiln_acc kiln_b = kiln_init();", ind);
-      w.line("{}  for (kiln_uidx kiln_q = threadIdx.x; kiln_q < {}; kiln_q += blockDim.x)", ind, parts);
-      w.line("{}    kiln_combine(kiln_b, kiln_load_cg(kiln_ws + {}));", ind, read_slot);
-      w.line("{}  kiln_b = kiln_block_reduce(kiln_b);", ind);
-      w.line("{}  if (threadIdx.x == 0) {{", ind);
-      post_store(std::string(ind) + "    ", "kiln_b", "kiln_row");
-      w.line("{}  }}", ind);
-      w.line("{}}}", ind);
-    } else {
-      w.line("{}if (kiln_col < kiln_uidx(kiln_m)) kiln_ws[{}] = kiln_a;", ind, slot);
-      w.line("{}__threadfence();", ind);
-      w.line("{}__syncthreads();", ind);
-      w.line("{}if (threadIdx.x == 0)", ind);
-      w.line("{}  kiln_last = atomicInc(kiln_sem + {}, unsigned({}) - 1u) == unsigned({}) - 1u;", ind, sem, parts, parts);
-      w.line("{}__syncthreads();", ind);
-      w.line("{}if (kiln_last && kiln_col < kiln_uidx(kiln_m)) {{", ind);
-      w.line("{}  __threadfence();", ind);
-      w.line("{}  kiln_acc kiln_b = kiln_init();", ind);
-      w.line("{}  for (kiln_uidx kiln_q = 0; kiln_q < {}; ++kiln_q)", ind, parts);
-      w.line("{}    kiln_combine(kiln_b, kiln_load_cg(kiln_ws + {}));", ind, read_slot);
-      post_store(std::string(ind) + "  ", "kiln_b", "kiln_col");
-      w.line("{}}}", ind);
-    }
+  // ---- outer: threads across the output's columns, and down the reduced elements ----
+  // Combines the column accumulators of a block's blockDim.y threads into those with
+  // threadIdx.y == 0 (a tree in shared memory, one vector component at a time).
+  void outer_combine_lambda() {
+    const int vw = s.vector_width;
+    w.line("  __shared__ kiln_acc kiln_osm[{}];", kOuterMaxThreads);
+    w.line("  auto kiln_outer_combine = [&](kiln_acc (&kiln_x)[{}]) {{", vw);
+    w.line("    if (blockDim.y == 1) return;");
+    w.line("    const kiln_uidx kiln_at = threadIdx.y * blockDim.x + threadIdx.x;");
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+    w.line("      __syncthreads();");
+    w.line("      kiln_osm[kiln_at] = kiln_x[kiln_k];");
+    w.line("      __syncthreads();");
+    w.line("      for (kiln_uidx kiln_h = blockDim.y >> 1; kiln_h > 0; kiln_h >>= 1) {{");
+    w.line("        if (threadIdx.y < kiln_h) {{");
+    w.line("          kiln_acc kiln_y = kiln_osm[kiln_at];");
+    w.line("          kiln_combine(kiln_y, kiln_osm[kiln_at + kiln_h * blockDim.x]);");
+    w.line("          kiln_osm[kiln_at] = kiln_y;");
+    w.line("        }}");
+    w.line("        __syncthreads();");
+    w.line("      }}");
+    w.line("      if (threadIdx.y == 0) kiln_x[kiln_k] = kiln_osm[threadIdx.x];");
+    w.line("    }}");
+    w.line("  }};");
   }
 
-  // ---- outer: a thread per output element, threads across contiguous columns ----
   void outer() {
+    const int vw = s.vector_width;
     const char* ind = "  ";
-    w.line("  const kiln_uidx kiln_col = kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x;");
+    outer_combine_lambda();
+    w.line("  const kiln_uidx kiln_col = (kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x) * {};",
+           vw);
+    w.line("  const bool kiln_live = kiln_col < kiln_uidx(kiln_m);");
     if (s.split) {
       w.line("  const kiln_uidx kiln_chunk = (kiln_uidx(kiln_n) + gridDim.y - 1) / gridDim.y;");
       w.line("  const kiln_uidx kiln_jb = kiln_uidx(blockIdx.y) * kiln_chunk;");
-      w.line("  const kiln_uidx kiln_je = kiln_jb + kiln_chunk < kiln_uidx(kiln_n) ? kiln_jb + kiln_chunk : kiln_uidx(kiln_n);");
+      w.line(
+          "  const kiln_uidx kiln_je = kiln_jb + kiln_chunk < kiln_uidx(kiln_n) ? kiln_jb + "
+          "kiln_chunk : kiln_uidx(kiln_n);");
     } else {
       w.line("  const kiln_uidx kiln_jb = 0, kiln_je = kiln_uidx(kiln_n);");
     }
-    out_offsets(ind, "kiln_col");
-    w.line("  kiln_acc kiln_a = kiln_init();");
-    w.line("  if (kiln_col < kiln_uidx(kiln_m)) {{");
-    w.line("#pragma unroll 8");
-    w.line("    for (kiln_uidx kiln_j = kiln_jb; kiln_j < kiln_je; ++kiln_j) {{");
-    add_element("      ", "kiln_a", "kiln_col", "kiln_j");
+    out_offsets(ind, "kiln_live ? kiln_col : 0");
+    w.line("  kiln_acc kiln_a[{}];", vw);
+    w.line("#pragma unroll");
+    w.line("  for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_a[kiln_k] = kiln_init();", vw);
+    w.line("  if (kiln_live && kiln_jb + threadIdx.y < kiln_je) {{");
+    walker_setup("    ", "kiln_jb + threadIdx.y", "blockDim.y", 1);
+    // kUnroll rows loaded first, then reduced: the loads stay in flight together whatever
+    // branches the reduction takes.
+    w.line(
+        "    for (kiln_uidx kiln_j = kiln_jb + threadIdx.y; kiln_j < kiln_je; kiln_j += {} * "
+        "blockDim.y) {{",
+        kUnroll);
+    array_inputs([&](int k, const Param& p) {
+      w.line("      {} kiln_v_{}[{}][{}];", ctype(k), p.name, kUnroll, vw);
+    });
+    w.line("#pragma unroll");
+    w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", kUnroll);
+    w.line("        if (kiln_j + kiln_u * blockDim.y < kiln_je) {{");
+    run_offsets("          ");
+    const std::string o = runs() ? "kiln_o" : "(kiln_j + kiln_u * blockDim.y)";
+    array_inputs([&](int k, const Param& p) {
+      const std::string at = fmt::format(
+          "kiln_p_{}.kiln_p + kiln_oo_{}{} + kiln_idx({}) * kiln_p_{}.kiln_s[{}]", p.name, p.name,
+          runs() ? " + kiln_ro_" + p.name : std::string(), o, p.name, last());
+      if (vw > 1)
+        w.line("          kiln_load<{}>(kiln_v_{}[kiln_u], reinterpret_cast<const {}*>({}));", vw,
+               p.name, ctype(k), at);
+      else
+        w.line("          kiln_v_{}[kiln_u][0] = *reinterpret_cast<const {}*>({});", p.name,
+               ctype(k), at);
+    });
+    w.line("        }}");
+    walker_advance("        ");
+    w.line("      }}");
+    w.line("#pragma unroll");
+    w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", kUnroll);
+    w.line("        if (kiln_j + kiln_u * blockDim.y < kiln_je)");
+    w.line("#pragma unroll");
+    w.line("          for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
+    w.line("            {}", map_call("kiln_a[kiln_k]", "kiln_col + kiln_k",
+                                      "kiln_j + kiln_u * blockDim.y", [](int, const Param& p) {
+                                        return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
+                                      }));
     w.line("    }}");
-    if (!s.split) post_store("    ", "kiln_a", "kiln_col");
     w.line("  }}");
-    if (s.split)
-      split_finish(ind, "kiln_uidx(blockIdx.y) * kiln_uidx(kiln_m) + kiln_col", "blockIdx.x",
-                   "kiln_q * kiln_uidx(kiln_m) + kiln_col", "gridDim.y", false);
+    w.line("  kiln_outer_combine(kiln_a);");
+    if (!s.split) {
+      w.line("  if (kiln_live && threadIdx.y == 0) {{");
+      w.line("#pragma unroll");
+      w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+      post_store("      ", "kiln_a[kiln_k]", "kiln_col + kiln_k", "kiln_k");
+      w.line("    }}");
+      w.line("  }}");
+      return;
+    }
+    // Split: partials of this part; the last block of the column tile combines every part.
+    w.line("  kiln_acc* const kiln_ws = reinterpret_cast<kiln_acc*>(kiln_ws_bytes);");
+    w.line("  __shared__ bool kiln_last;");
+    w.line("  if (kiln_live && threadIdx.y == 0) {{");
+    w.line("#pragma unroll");
+    w.line(
+        "    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_ws[kiln_uidx(blockIdx.y) * "
+        "kiln_uidx(kiln_m) + kiln_col + kiln_k] = kiln_a[kiln_k];",
+        vw);
+    w.line("  }}");
+    w.line("  __threadfence();");
+    w.line("  __syncthreads();");
+    w.line("  if (threadIdx.x == 0 && threadIdx.y == 0)");
+    w.line("    kiln_last = atomicInc(kiln_sem + blockIdx.x, gridDim.y - 1u) == gridDim.y - 1u;");
+    w.line("  __syncthreads();");
+    w.line("  if (!kiln_last) return;");
+    w.line("  __threadfence();");
+    w.line("  kiln_acc kiln_b[{}];", vw);
+    w.line("#pragma unroll");
+    w.line("  for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_b[kiln_k] = kiln_init();", vw);
+    w.line("  if (kiln_live)");
+    w.line("    for (kiln_uidx kiln_q = threadIdx.y; kiln_q < gridDim.y; kiln_q += blockDim.y)");
+    w.line("#pragma unroll");
+    w.line("      for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
+    w.line(
+        "        kiln_combine(kiln_b[kiln_k], kiln_load_cg(kiln_ws + kiln_q * kiln_uidx(kiln_m) + "
+        "kiln_col + kiln_k));");
+    w.line("  kiln_outer_combine(kiln_b);");
+    w.line("  if (kiln_live && threadIdx.y == 0) {{");
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+    post_store("      ", "kiln_b[kiln_k]", "kiln_col + kiln_k", "kiln_k");
+    w.line("    }}");
+    w.line("  }}");
   }
 };
 
@@ -354,11 +526,17 @@ AbiArg reduction_arg(const ReductionSpec& s, int k, bool is_output) {
   const auto& o = s.params[std::size_t(k)];
   const dtype t = s.param_dtype(k);
   switch (s.kind(k)) {
-    case OperandKind::scalar: return {.kind = AbiKind::value, .type = t};
+    case OperandKind::scalar:
+      return {.kind = AbiKind::value, .type = t};
     case OperandKind::raw_array:
-      return {.kind = AbiKind::raw_array, .type = t, .ndim = o.raw_ndim, .contiguous = o.raw_contiguous != 0};
+      return {.kind = AbiKind::raw_array,
+              .type = t,
+              .ndim = o.raw_ndim,
+              .contiguous = o.raw_contiguous != 0};
     default:
-      return {.kind = AbiKind::strided, .type = t, .ndim = is_output ? s.out_ndim : s.out_ndim + s.red_ndim};
+      return {.kind = AbiKind::strided,
+              .type = t,
+              .ndim = is_output ? s.out_ndim : s.out_ndim + s.red_ndim};
   }
 }
 
@@ -370,19 +548,25 @@ std::string emit_reduction(const ReductionDefinition& def, const ReductionSpec& 
   emit_prologue(w, def, s,
                 {def.map_expr, def.reduce_expr, def.post_map_expr, def.reduce_type, def.preamble},
                 device_source("kiln_reduction"));
-  if (def.reduce_type.empty()) w.line("typedef {} _type_reduce;", s.param_dtype(def.nin).device_type());
-  else w.line("typedef {} _type_reduce;", def.reduce_type);
+  if (def.reduce_type.empty())
+    w.line("typedef {} _type_reduce;", s.param_dtype(def.nin).device_type());
+  else
+    w.line("typedef {} _type_reduce;", def.reduce_type);
   // `has` is false only for a partial that saw no element of a reduction with no identity.
   w.line("struct __align__(8) kiln_acc {{ _type_reduce v; bool has; }};");
   if (s.split) w.line("__device__ unsigned char {}[sizeof(kiln_acc)];", reduction_partial_global);
   Emit e{w, def, s};
   e.signature();
   w.line("  kiln_grid_dependency_wait();");  // see kiln_core.cuh
-  w.line("  const kiln_loop_index<kiln_idx> _in_ind{{kiln_idx(kiln_m * kiln_n), 0}}, _out_ind{{kiln_m, 0}};");
+  w.line(
+      "  const kiln_loop_index<kiln_idx> _in_ind{{kiln_idx(kiln_m * kiln_n), 0}}, "
+      "_out_ind{{kiln_m, 0}};");
   w.line("  (void)_in_ind; (void)_out_ind;");
   e.lambdas();
-  if (s.strategy == ReductionStrategy::outer) e.outer();
-  else e.inner();
+  if (s.strategy == ReductionStrategy::outer)
+    e.outer();
+  else
+    e.inner();
   w.line("}}");
   return w.take();
 }

@@ -12,6 +12,14 @@ axes::axes(std::initializer_list<std::int64_t> list) : all_(false) {
   for (auto a : list) v_[std::size_t(n_++)] = a;
 }
 
+axes axes::from_mask(std::uint64_t mask) noexcept {
+  axes a;
+  a.all_ = false;
+  for (int d = 0; d < kMaxNdim; ++d)
+    if (mask >> d & 1) a.v_[std::size_t(a.n_++)] = d;
+  return a;
+}
+
 std::uint64_t axes::mask(int ndim) const {
   if (all_) return ndim >= 64 ? ~0ull : (1ull << ndim) - 1;
   std::uint64_t m = 0;

@@ -78,10 +78,42 @@ TEST_CASE("the launch policy picks a strategy from the collapsed shape", "[ops]"
   CHECK(s.strategy == ReductionStrategy::inner_warp);
   s = {};
   s.strategy = ReductionStrategy::outer;
+  s.vector_width = 4;
   g = codegen::reduction_geometry(s, 16384, 16384, 0, 132);  // columns, split over rows
   CHECK(s.split == 1);
-  CHECK(g.grid_x == 64);
+  CHECK(g.block_x == 32);  // a warp reads 32 float4 of a row: 512 contiguous bytes
+  CHECK(g.block_y == 8);
+  CHECK(g.grid_x == 16384 / 4 / 32);
   CHECK(g.grid_y > 1);
+  s = {};
+  s.strategy = ReductionStrategy::outer;
+  s.vector_width = 4;
+  g = codegen::reduction_geometry(s, 16, 1 << 20, 0, 132);  // 16 columns: 4 groups, tall blocks
+  CHECK(g.block_x == 4);
+  CHECK(g.block_y == 64);
+  CHECK(g.grid_x == 1);
+  CHECK(g.grid_y > 1000);
+  CHECK(g.partials == std::int64_t(g.grid_y) * 16);
+  s = {};
+  s.strategy = ReductionStrategy::outer;
+  s.vector_width = 4;
+  g = codegen::reduction_geometry(s, 1 << 20, 16, 0, 132);  // short columns: a thread each
+  CHECK(g.block_y == 1);
+  CHECK(g.block_x == 256);
+  s = {};
+  s.red_contiguous = 1;
+  s.vector_width = 4;
+  g = codegen::reduction_geometry(s, 1 << 20, 16, 0, 132);  // rows of 16: 1 lane of float4 x 4
+  CHECK(s.strategy == ReductionStrategy::inner_warp);
+  CHECK(g.block_x == 1);
+  CHECK(g.block_y == 256);
+  s = {};
+  s.red_contiguous = 1;
+  s.vector_width = 4;
+  g = codegen::reduction_geometry(s, 1 << 14, 2048, 0, 132);  // rows of 2048: 32 lanes
+  CHECK(s.strategy == ReductionStrategy::inner_warp);
+  CHECK(g.block_x == 32);
+  CHECK(g.block_y == 8);
 }
 
 namespace {

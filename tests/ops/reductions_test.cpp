@@ -41,8 +41,8 @@ TEST_CASE("every built-in reduction, linalg::norm's too, compiles for sm_90 for 
   for (const ReductionKernel* k : aot::builtin_reductions()) {
     for (auto [in, out] : pairs) {
       const std::string n = k->name();
-      const bool ordered = n.find("min") != std::string::npos || n.find("max") != std::string::npos ||
-                           n == "kiln_var" || n == "kiln_std";
+      const bool moments = n == "kiln_var" || n == "kiln_std" || n == "kiln_var_mean" || n == "kiln_std_mean";
+      const bool ordered = n.find("min") != std::string::npos || n.find("max") != std::string::npos || moments;
       if (in.is_complex() && ordered) continue;
       // linalg::norm's rows give a real float: float64 for bool and ints, the real part's type.
       const dtype norm_out = in == bool_ || in.is_integer() ? float64 : in == complex64 ? float32 : in;
@@ -51,11 +51,12 @@ TEST_CASE("every built-in reduction, linalg::norm's too, compiles for sm_90 for 
                       : n.rfind("kiln_norm", 0) == 0                                         ? norm_out
                                                                                              : out;
       std::vector<dtype> dts{in};
-      if (n == "kiln_var" || n == "kiln_std") dts.push_back(int64);
+      if (moments) dts.push_back(int64);
       dts.push_back(o);
+      if (n == "kiln_var_mean" || n == "kiln_std_mean") dts.push_back(o);  // and the mean
       INFO(n << " " << in.name());
       // One contiguous-row and one strided/outer variant each (every strategy: reduction_kernel_test).
-      auto specs = k->specs({.dtypes = dts, .scalar_inputs = dts.size() == 3 ? std::vector<int>{1} : std::vector<int>{},
+      auto specs = k->specs({.dtypes = dts, .scalar_inputs = moments ? std::vector<int>{1} : std::vector<int>{},
                              .max_ndim = 1, .index64 = false});
       for (std::size_t s : {std::size_t(0), specs.size() - 1}) {
         auto req = k->compile_request(specs[s], 90);

@@ -5,7 +5,7 @@
 // kiln-section builtin_reductions
 // Device helpers every built-in shares: the accumulation type (16-bit floats accumulate in
 // float), NaN tests for any type, and the reduce types of argmin/argmax, mean of non-NaN
-// values, and variance (Welford's updates merged with Chan's formula).
+// values, and the moments of var/std (shifted sums merged with Chan's formula).
 template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float> struct kiln_acc_of { typedef kiln_V type; };
 template <class kiln_V> struct kiln_acc_of<kiln_V, true> { typedef float type; };
 template <class kiln_V> __device__ __forceinline__ bool kiln_rnan(const kiln_V& kiln_v) { return !(kiln_v == kiln_v); }
@@ -23,30 +23,54 @@ __device__ __forceinline__ kiln_arg kiln_arg_pick(const kiln_arg& kiln_a, const 
   return (kiln_better || (kiln_b.v == kiln_a.v && kiln_b.i < kiln_a.i)) ? kiln_b : kiln_a;
 }
 struct kiln_sn { kiln_R s; long long n; };
-struct kiln_welford { kiln_R n, mean, m2; };
-// One element's moments. m2 is (x - x)^2: 0 for a finite x, nan for inf or nan, as NumPy's
-// (x - mean)^2 at one element, so a non-finite value makes var/std nan for every axis length
-// (a single inf or nan included), as NumPy does.
-// (Templates: instantiated only by var/std, so complex rows sharing this preamble compile.)
-template <class kiln_X>
-__device__ __forceinline__ kiln_welford kiln_welford_one(const kiln_X& kiln_x) {
-  const kiln_R kiln_v = kiln_cast<kiln_R>(kiln_x), kiln_d = kiln_v - kiln_v;
-  return kiln_welford{kiln_R(1), kiln_v, kiln_d * kiln_d};
+// One-pass moments (var, std, var_mean, std_mean). Each thread sums its elements shifted by
+// the first one it saw (k): s1 = sum(x - k), s2 = sum((x - k)^2), so an element costs a
+// subtract, two adds and a multiply-add, no division and no branch. States of several
+// elements merge with Chan's formula, keeping the left one's shift: the mean stays k + s1/n
+// with k an element, so the difference of two means is computed from small numbers and the
+// variance is as accurate as the two-pass formula however far the data sit from zero. The
+// mean output is the plain sum over n (NumPy's: an inf among the data gives inf).
+// Templates over the state, so a complex kernel sharing this section never instantiates them.
+struct kiln_moments { kiln_R k, s1, s2, sum; long long n; };
+template <class kiln_F>
+__device__ __forceinline__ kiln_F kiln_moments_div(kiln_F kiln_a, kiln_F kiln_b) {
+  if constexpr (kiln_same<kiln_F, float>::value) return __fdividef(kiln_a, kiln_b);  // counts: 2 ulp is plenty
+  else return kiln_a / kiln_b;
 }
-// The variance of the moments: NumPy divides by max(n - ddof, 0), so a ddof at or past n gives
-// inf (or nan where m2 is 0), never a negative count.
-template <class kiln_W>
-__device__ __forceinline__ kiln_R kiln_welford_var(const kiln_W& kiln_w, long long kiln_ddof) {
-  const kiln_R kiln_n = kiln_w.n - kiln_R(kiln_ddof);
-  return kiln_w.m2 / (kiln_n > kiln_R(0) ? kiln_n : kiln_R(0));
+template <class kiln_S>
+__device__ __forceinline__ kiln_S kiln_moments_merge(const kiln_S& kiln_a, const kiln_S& kiln_b) {
+  typedef decltype(kiln_a.k) kiln_F;
+  if (kiln_b.n == 1) {  // one element (the map's): a shifted add; the first one becomes the shift
+    const kiln_F kiln_k = kiln_a.n == 0 ? kiln_b.k : kiln_a.k;
+    const kiln_F kiln_d = kiln_b.k - kiln_k;
+    return kiln_S{kiln_k, kiln_a.s1 + kiln_d, kiln_a.s2 + kiln_d * kiln_d, kiln_a.sum + kiln_b.sum, kiln_a.n + 1};
+  }
+  if (kiln_a.n == 0) return kiln_b;
+  if (kiln_b.n == 0) return kiln_a;
+  const kiln_F kiln_na = kiln_F(kiln_a.n), kiln_nb = kiln_F(kiln_b.n), kiln_n = kiln_na + kiln_nb;
+  const kiln_F kiln_da = kiln_moments_div(kiln_a.s1, kiln_na), kiln_db = kiln_moments_div(kiln_b.s1, kiln_nb);
+  const kiln_F kiln_d = (kiln_b.k - kiln_a.k) + (kiln_db - kiln_da);  // mean(b) - mean(a)
+  const kiln_F kiln_f = kiln_moments_div(kiln_nb, kiln_n);
+  const kiln_F kiln_delta = kiln_da + kiln_d * kiln_f;  // new mean - a.k
+  const kiln_F kiln_m2 = (kiln_a.s2 - kiln_a.s1 * kiln_da) + (kiln_b.s2 - kiln_b.s1 * kiln_db) +
+                         kiln_d * kiln_d * kiln_na * kiln_f;
+  return kiln_S{kiln_a.k, kiln_n * kiln_delta, kiln_m2 + kiln_n * kiln_delta * kiln_delta, kiln_a.sum + kiln_b.sum,
+                kiln_a.n + kiln_b.n};
 }
-__device__ __forceinline__ kiln_welford kiln_welford_merge(const kiln_welford& kiln_a, const kiln_welford& kiln_b) {
-  if (kiln_a.n == kiln_R(0)) return kiln_b;
-  if (kiln_b.n == kiln_R(0)) return kiln_a;
-  const kiln_R kiln_n = kiln_a.n + kiln_b.n, kiln_d = kiln_b.mean - kiln_a.mean, kiln_f = kiln_b.n / kiln_n;
-  return kiln_welford{kiln_n, kiln_a.mean + kiln_d * kiln_f, kiln_a.m2 + kiln_b.m2 + kiln_d * kiln_d * kiln_a.n * kiln_f};
+template <class kiln_S>
+__device__ __forceinline__ auto kiln_moments_mean(const kiln_S& kiln_a) {
+  return kiln_a.sum / decltype(kiln_a.k)(kiln_a.n);
 }
-
+// Squared deviations over n - ddof (NumPy's max(n - ddof, 0)). (k - k) is NaN when the shift
+// is inf or NaN: one such element gives NaN, as NumPy's (x - mean)**2 does.
+template <class kiln_S>
+__device__ __forceinline__ auto kiln_moments_var(const kiln_S& kiln_a, long long kiln_ddof) {
+  typedef decltype(kiln_a.k) kiln_F;
+  kiln_F kiln_q = kiln_a.s2 - kiln_a.s1 * (kiln_a.s1 / kiln_F(kiln_a.n)) + (kiln_a.k - kiln_a.k);
+  if (kiln_q < kiln_F(0)) kiln_q = kiln_F(0);  // rounding; keeps NaN
+  const kiln_F kiln_c = kiln_F(kiln_a.n) - kiln_F(kiln_ddof);
+  return kiln_q / (kiln_c > kiln_F(0) ? kiln_c : kiln_F(0));
+}
 // kiln-section norms
 // |x| and |x|^2 for every type; 16-bit floats go through float.
 template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float> struct kiln_real_of { typedef kiln_V type; };

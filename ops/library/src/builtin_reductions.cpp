@@ -15,7 +15,8 @@ struct Row {
 };
 
 // Rows over one element `x` of placeholder type T into `U y` (reduction_code: name, in, map,
-// reduce, post, identity, reduce type). kiln_R is the accumulation type (16-bit floats
+// reduce, post, identity, reduce type, and for several outputs the preamble (set below) and
+// the outputs). kiln_R is the accumulation type (16-bit floats
 // accumulate in float), kiln_RT the input's.
 // clang-format off
 constexpr Row kRows[] = {
@@ -29,8 +30,8 @@ constexpr Row kRows[] = {
     {builtin::nanprod, {"kiln_nanprod", "T x", "kiln_rnan(x) ? kiln_R(1) : kiln_cast<kiln_R>(x)", "a * b", "y = kiln_cast<U>(a)", "1", "kiln_R"}, "builtin_reductions"},
     {builtin::mean, {"kiln_mean", "T x", "kiln_cast<kiln_R>(x)", "a + b", "y = kiln_cast<U>(a / kiln_R(double(_in_ind.size()) / double(_out_ind.size())))", "0", "kiln_R"}, "builtin_reductions"},
     {builtin::nanmean, {"kiln_nanmean", "T x", "kiln_rnan(x) ? kiln_sn{kiln_R(0), 0} : kiln_sn{kiln_cast<kiln_R>(x), 1}", "kiln_sn{a.s + b.s, a.n + b.n}", "y = kiln_cast<U>(a.s / kiln_R(a.n))", "kiln_sn{kiln_R(0), 0}", "kiln_sn"}, "builtin_reductions"},
-    {builtin::var, {"kiln_var", "T x, raw int64 ddof", "kiln_welford_one(x)", "kiln_welford_merge(a, b)", "y = kiln_cast<U>(kiln_welford_var(a, ddof))", "kiln_welford{kiln_R(0), kiln_R(0), kiln_R(0)}", "kiln_welford"}, "builtin_reductions"},
-    {builtin::std, {"kiln_std", "T x, raw int64 ddof", "kiln_welford_one(x)", "kiln_welford_merge(a, b)", "y = kiln_cast<U>(sqrt(double(kiln_welford_var(a, ddof))))", "kiln_welford{kiln_R(0), kiln_R(0), kiln_R(0)}", "kiln_welford"}, "builtin_reductions"},
+    {builtin::var, {"kiln_var", "T x, raw int64 ddof", "kiln_moments{kiln_cast<kiln_R>(x), kiln_R(0), kiln_R(0), kiln_cast<kiln_R>(x), 1}", "kiln_moments_merge(a, b)", "y = kiln_cast<U>(kiln_moments_var(a, ddof))", "kiln_moments{kiln_R(0), kiln_R(0), kiln_R(0), kiln_R(0), 0}", "kiln_moments"}, "builtin_reductions"},
+    {builtin::std, {"kiln_std", "T x, raw int64 ddof", "kiln_moments{kiln_cast<kiln_R>(x), kiln_R(0), kiln_R(0), kiln_cast<kiln_R>(x), 1}", "kiln_moments_merge(a, b)", "y = kiln_cast<U>(sqrt(double(kiln_moments_var(a, ddof))))", "kiln_moments{kiln_R(0), kiln_R(0), kiln_R(0), kiln_R(0), 0}", "kiln_moments"}, "builtin_reductions"},
     {builtin::argmin, {"kiln_argmin", "T x", "kiln_arg{kiln_cast<kiln_RT>(x), (long long)_J}", "kiln_arg_pick<false>(a, b)", "y = kiln_cast<U>(a.i)", "", "kiln_arg"}, "builtin_reductions"},
     {builtin::argmax, {"kiln_argmax", "T x", "kiln_arg{kiln_cast<kiln_RT>(x), (long long)_J}", "kiln_arg_pick<true>(a, b)", "y = kiln_cast<U>(a.i)", "", "kiln_arg"}, "builtin_reductions"},
     {builtin::all_of, {"kiln_all", "T x", "kiln_nonzero(x)", "a && b", "y = kiln_cast<U>(a)", "true", "bool"}, "builtin_reductions"},
@@ -41,6 +42,9 @@ constexpr Row kRows[] = {
     {builtin::norm_inf, {"kiln_norm_inf", "T x", "kiln_nabs(x)", "(a != a || a > b) ? a : b", "y = kiln_cast<U>(a)", "0", "kiln_R"}, "norms"},
     {builtin::norm_minus_inf, {"kiln_norm_minus_inf", "T x", "kiln_nabs(x)", "(a != a || a < b) ? a : b", "y = kiln_cast<U>(a)", "", "kiln_R"}, "norms"},
     {builtin::norm0, {"kiln_norm0", "T x", "kiln_R(kiln_nonzero(x) ? 1 : 0)", "a + b", "y = kiln_cast<U>(a)", "0", "kiln_R"}, "norms"},
+    // Two outputs from one pass: the variance (or standard deviation) and the mean.
+    {builtin::var_mean, {"kiln_var_mean", "T x, raw int64 ddof", "kiln_moments{kiln_cast<kiln_R>(x), kiln_R(0), kiln_R(0), kiln_cast<kiln_R>(x), 1}", "kiln_moments_merge(a, b)", "v = kiln_cast<U>(kiln_moments_var(a, ddof));\nm = kiln_cast<U>(kiln_moments_mean(a))", "kiln_moments{kiln_R(0), kiln_R(0), kiln_R(0), kiln_R(0), 0}", "kiln_moments", "", "U v, U m"}, "builtin_reductions"},
+    {builtin::std_mean, {"kiln_std_mean", "T x, raw int64 ddof", "kiln_moments{kiln_cast<kiln_R>(x), kiln_R(0), kiln_R(0), kiln_cast<kiln_R>(x), 1}", "kiln_moments_merge(a, b)", "s = kiln_cast<U>(sqrt(double(kiln_moments_var(a, ddof))));\nm = kiln_cast<U>(kiln_moments_mean(a))", "kiln_moments{kiln_R(0), kiln_R(0), kiln_R(0), kiln_R(0), 0}", "kiln_moments", "", "U s, U m"}, "builtin_reductions"},
 };
 // clang-format on
 

@@ -34,13 +34,16 @@ enum class builtin : std::uint8_t {
   norm_inf,
   norm_minus_inf,
   norm0,
+  var_mean,
+  std_mean,
   count_
 };
 
 /// The row of a built-in (static: its address keys its kernels).
 const reduction_code& builtin_code(builtin b);
 /// The row named `name` (the function's name: "sum", "all_of" (or "all"), ..., and linalg::norm's
-/// "norm2", "norm1", "norm_inf", "norm_minus_inf", "norm0"); nullptr for another name.
+/// "norm2", "norm1", "norm_inf", "norm_minus_inf", "norm0", and the two-output "var_mean" and
+/// "std_mean"); nullptr for another name.
 const reduction_code* builtin_code(std::string_view name);
 
 }  // namespace kiln::detail

@@ -12,6 +12,7 @@
 
 #include "builtin_reductions.hpp"
 #include "kiln/engine/fused_reduction.hpp"
+#include "kiln/engine/math.hpp"
 #include "kiln/runtime/error.hpp"
 
 namespace kiln {
@@ -46,8 +47,13 @@ struct Call {
   bool zero_d_axis = true;
 };
 
+// What a reduction of A gives: a lazy_expr of a lazy_expr (a node of its tree), an array of
+// the others.
 template <class A>
-ndarray run(Call<A> c) {
+using reduced_t = std::conditional_t<std::is_same_v<A, lazy_expr>, lazy_expr, ndarray>;
+
+template <class A>
+reduced_t<A> run(Call<A> c) {
   if constexpr (std::is_same_v<A, ndarray>)
     if (!c.a.defined()) throw ValueError(fmt::format("{}: the array is an empty ndarray handle", c.name));
   if (c.args.dtype && !c.uses_dtype)
@@ -65,10 +71,28 @@ ndarray run(Call<A> c) {
   if (c.args.out && !(c.args.out->shape() == shape))
     throw ShapeError(fmt::format("{}: out has shape {} but the reduction gives {}", c.name,
                                  c.args.out->shape().str(), shape.str()));
-  ndarray out = c.args.out ? *c.args.out : empty(shape, c.out_type);
-  const reduce_options ro{.axis = c.axis, .keepdims = c.keepdims};
   const reduction_code& code = detail::builtin_code(c.id);
   const bool has_ddof = c.id == detail::builtin::var || c.id == detail::builtin::std;
+  if constexpr (std::is_same_v<A, lazy_expr>) {
+    if (!c.args.out) {  // a node of the tree (into `out`, it runs now)
+      const std::int64_t ddof = c.args.ddof;
+      if (has_ddof && !c.args.dtype && !c.a.dtype().is_complex() && c.a.dtype() != float16 &&
+          c.a.dtype() != bfloat16) {
+        // In a row kernel the row is in registers: NumPy's own two passes (mean, then the sum
+        // of squared deviations) cost two cheap sums instead of one costly merge.
+        std::int64_t n = 1;
+        for (int d = 0; d < c.a.ndim(); ++d)
+          if (mask >> d & 1) n *= c.a.shape()[d];
+        const lazy_expr dev = c.a - mean(c.a, c.axis, true);
+        lazy_expr q = sum(dev * dev, c.axis, c.keepdims) / double(std::max<std::int64_t>(n - ddof, 0));
+        if (c.id == detail::builtin::std) q = kiln::sqrt(q);
+        if (q.dtype() == c.out_type) return reduce_lazily(code, c.a, mask, c.keepdims, c.out_type, &ddof, &q);
+      }
+      return reduce_lazily(code, c.a, mask, c.keepdims, c.out_type, has_ddof ? &ddof : nullptr);
+    }
+  }
+  ndarray out = c.args.out ? *c.args.out : empty(shape, c.out_type);
+  const reduce_options ro{.axis = c.axis, .keepdims = c.keepdims};
   if constexpr (std::is_same_v<A, ndarray>) {
     if (has_ddof)
       reduction_kernel(code)(c.a, std::int64_t(c.args.ddof), out, ro);
@@ -78,106 +102,132 @@ ndarray run(Call<A> c) {
     const std::int64_t ddof = c.args.ddof;
     reduce_expression(code, c.a, has_ddof ? &ddof : nullptr, out, ro);
   }
-  return out;
+  return reduced_t<A>(out);
 }
 
 // The dtype accumulation and the result take: args.dtype, else NumPy's default for the input.
 dtype chosen(const numpy_reduce_args& args, dtype fallback) { return args.dtype ? *args.dtype : fallback; }
 
 template <class A>
-ndarray sum_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto sum_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   return run(Call<A>{detail::builtin::sum, "sum", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
 }
 template <class A>
-ndarray prod_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto prod_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   return run(Call<A>{detail::builtin::prod, "prod", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
 }
 template <class A>
-ndarray nansum_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto nansum_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   return run(Call<A>{detail::builtin::nansum, "nansum", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
 }
 template <class A>
-ndarray nanprod_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto nanprod_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   return run(Call<A>{detail::builtin::nanprod, "nanprod", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
 }
 template <class A>
-ndarray min_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto min_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("min", a.dtype());
   return run(Call<A>{detail::builtin::min, "min", a, axis, keepdims, args, a.dtype(), false,
               "zero-size array to reduction operation minimum which has no identity"});
 }
 template <class A>
-ndarray max_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto max_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("max", a.dtype());
   return run(Call<A>{detail::builtin::max, "max", a, axis, keepdims, args, a.dtype(), false,
               "zero-size array to reduction operation maximum which has no identity"});
 }
 template <class A>
-ndarray nanmin_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto nanmin_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("nanmin", a.dtype());
   return run(Call<A>{detail::builtin::nanmin, "nanmin", a, axis, keepdims, args, a.dtype(), false,
               "zero-size array to reduction operation fmin which has no identity"});
 }
 template <class A>
-ndarray nanmax_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto nanmax_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("nanmax", a.dtype());
   return run(Call<A>{detail::builtin::nanmax, "nanmax", a, axis, keepdims, args, a.dtype(), false,
               "zero-size array to reduction operation fmax which has no identity"});
 }
 template <class A>
-ndarray mean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto mean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   return run(Call<A>{detail::builtin::mean, "mean", a, axis, keepdims, args,
                      chosen(args, mean_dtype(a.dtype())), true, nullptr, false});
 }
 template <class A>
-ndarray nanmean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto nanmean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   return run(Call<A>{detail::builtin::nanmean, "nanmean", a, axis, keepdims, args, chosen(args, mean_dtype(a.dtype()))});
 }
 template <class A>
-ndarray var_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto var_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("var", a.dtype());
   return run(Call<A>{detail::builtin::var, "var", a, axis, keepdims, args,
                      chosen(args, mean_dtype(a.dtype())), true, nullptr, false});
 }
 template <class A>
-ndarray std_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto std_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("std", a.dtype());
   return run(Call<A>{detail::builtin::std, "std", a, axis, keepdims, args,
                      chosen(args, mean_dtype(a.dtype())), true, nullptr, false});
 }
 template <class A>
-ndarray argmin_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto argmin_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("argmin", a.dtype());
   if (!axis.is_all() && axis.size() != 1) throw TypeError("argmin: axis must be one axis or every axis");
   return run(Call<A>{detail::builtin::argmin, "argmin", a, axis, keepdims, args, int64, false, "attempt to get argmin of an empty sequence"});
 }
 template <class A>
-ndarray argmax_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto argmax_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("argmax", a.dtype());
   if (!axis.is_all() && axis.size() != 1) throw TypeError("argmax: axis must be one axis or every axis");
   return run(Call<A>{detail::builtin::argmax, "argmax", a, axis, keepdims, args, int64, false, "attempt to get argmax of an empty sequence"});
 }
 template <class A>
-ndarray all_of_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto all_of_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   return run(Call<A>{detail::builtin::all_of, "all_of", a, axis, keepdims, args, bool_, false});
 }
 template <class A>
-ndarray any_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto any_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   return run(Call<A>{detail::builtin::any, "any", a, axis, keepdims, args, bool_, false});
 }
 template <class A>
-ndarray count_nonzero_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+auto count_nonzero_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   return run(Call<A>{detail::builtin::count_nonzero, "count_nonzero", a, axis, keepdims, args, int64, false});
+}
+
+// var_mean / std_mean: one row with two outputs, so one pass gives both. Lazy: two nodes
+// over the same input, which the planner runs together (one pass too).
+template <class A>
+std::pair<ndarray, ndarray> moments_impl(detail::builtin id, const char* name, const A& a, axes axis, bool keepdims,
+                                         const numpy_reduce_args& args) {
+  if constexpr (std::is_same_v<A, ndarray>)
+    if (!a.defined()) throw ValueError(fmt::format("{}: the array is an empty ndarray handle", name));
+  no_complex(name, a.dtype());
+  if (args.out) throw TypeError(fmt::format("{}: takes no out (it returns two new arrays)", name));
+  const std::uint64_t mask = axis.mask(a.ndim());
+  const Shape shape = reduced_shape(a.shape(), mask, keepdims);
+  const dtype t = chosen(args, mean_dtype(a.dtype()));
+  const ndarray outs[] = {empty(shape, t), empty(shape, t)};
+  const reduce_options ro{.axis = axis, .keepdims = keepdims};
+  const reduction_code& code = detail::builtin_code(id);
+  const std::int64_t ddof = args.ddof;
+  if constexpr (std::is_same_v<A, ndarray>)
+    reduction_kernel(code)(a, ddof, outs[0], outs[1], ro);
+  else
+    reduce_expression(code, a, &ddof, outs, ro);
+  return {outs[0], outs[1]};
 }
 
 }  // namespace
 
-#define KILN_REDUCTION(NAME)                                                              \
-  ndarray NAME(const ndarray& a, axes axis, bool keepdims, const numpy_reduce_args& args) {     \
-    return NAME##_impl(a, axis, keepdims, args);                                          \
-  }                                                                                       \
-  ndarray NAME(const expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {        \
-    return NAME##_impl(a, axis, keepdims, args);                                          \
+#define KILN_REDUCTION(NAME)                                                                \
+  ndarray NAME(const ndarray& a, axes axis, bool keepdims, const numpy_reduce_args& args) {   \
+    return NAME##_impl(a, axis, keepdims, args);                                            \
+  }                                                                                         \
+  ndarray NAME(const expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {      \
+    return NAME##_impl(a, axis, keepdims, args);                                            \
+  }                                                                                         \
+  lazy_expr NAME(const lazy_expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) { \
+    return NAME##_impl(a, axis, keepdims, args);                                            \
   }
 KILN_REDUCTION(sum)
 KILN_REDUCTION(prod)
@@ -197,6 +247,29 @@ KILN_REDUCTION(all_of)
 KILN_REDUCTION(any)
 KILN_REDUCTION(count_nonzero)
 #undef KILN_REDUCTION
+
+std::pair<ndarray, ndarray> var_mean(const ndarray& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return moments_impl(detail::builtin::var_mean, "var_mean", a, axis, keepdims, args);
+}
+std::pair<ndarray, ndarray> var_mean(const expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return moments_impl(detail::builtin::var_mean, "var_mean", a, axis, keepdims, args);
+}
+std::pair<ndarray, ndarray> std_mean(const ndarray& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return moments_impl(detail::builtin::std_mean, "std_mean", a, axis, keepdims, args);
+}
+std::pair<ndarray, ndarray> std_mean(const expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  return moments_impl(detail::builtin::std_mean, "std_mean", a, axis, keepdims, args);
+}
+std::pair<lazy_expr, lazy_expr> var_mean(const lazy_expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  if (args.out) throw TypeError("var_mean: takes no out (it returns two new arrays)");
+  const numpy_reduce_args plain{.dtype = args.dtype, .out = std::nullopt, .ddof = args.ddof};
+  return {var(a, axis, keepdims, plain), mean(a, axis, keepdims, {.dtype = args.dtype, .out = std::nullopt, .ddof = 0})};
+}
+std::pair<lazy_expr, lazy_expr> std_mean(const lazy_expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+  if (args.out) throw TypeError("std_mean: takes no out (it returns two new arrays)");
+  const numpy_reduce_args plain{.dtype = args.dtype, .out = std::nullopt, .ddof = args.ddof};
+  return {std(a, axis, keepdims, plain), mean(a, axis, keepdims, {.dtype = args.dtype, .out = std::nullopt, .ddof = 0})};
+}
 
 namespace aot {
 std::vector<const ReductionKernel*> builtin_reductions() {

@@ -9,9 +9,11 @@
 //   ExpressionText t = expression_kernel_text(nodes, roots, leaf_types);
 //   ElementwiseKernel k(t.in_params, t.out_params, t.code, "kiln_expr", {.preamble = t.helpers});
 #include <array>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kiln/codegen/expression_op.hpp"
 #include "kiln/runtime/dtype.hpp"
@@ -43,6 +45,18 @@ ExpressionText expression_kernel_text(std::span<const ExpressionNode> nodes,
 /// The expression of `root` as a map over the leaves.
 ExpressionText expression_map_text(std::span<const ExpressionNode> nodes, int root,
                                    std::span<const dtype> leaf_types);
+
+/// Several expressions over the same leaves (the reductions' inputs and the outputs of one
+/// fused kernel): the text of each root, the helpers any of them calls (once), and the
+/// parameters (leaves whose bit is set in `raw_leaves` declared `raw`, as a ddof is). A
+/// leaf index past leaf_types (a reduction's result in a row kernel) is named in<j> too.
+struct ExpressionTexts {
+  std::string in_params;
+  std::vector<std::string> codes;
+  std::string helpers;
+};
+ExpressionTexts expression_texts(std::span<const ExpressionNode> nodes, std::span<const int> roots,
+                                 std::span<const dtype> leaf_types, std::uint64_t raw_leaves = 0);
 
 /// A built-in reduction over an expression: the built-in's map reads `x` (possibly more than
 /// once), so the expression is evaluated once, as the argument of an immediately called

@@ -51,20 +51,28 @@ TileShape tile_shape(const ElementwiseSpec& spec, std::int64_t rows, std::int64_
 /// A tiled kernel: 256 threads per tile, a 1-D grid of every tile (blocks loop past 2^31 - 1).
 LaunchGeometry tiled_geometry(std::int64_t tiles);
 
+/// Most threads an outer-strategy reduction block has (its shared combine holds one
+/// accumulator per thread).
+inline constexpr int kOuterMaxBlock = 256;
+
 struct ReductionGeometry {
   std::uint32_t grid_x = 1, grid_y = 1;
-  int block = kDefaultBlock;
+  int block = kDefaultBlock;  // threads per block (block_x * block_y)
+  int block_x = kDefaultBlock, block_y = 1;  // inner_warp: lanes per row x rows; outer: column
+                                             // groups x threads down the reduced elements
   std::uint32_t parts = 1;  // split: blocks per row (inner) or per column tile (outer)
   /// Split workspace: partial slots and zeroed counters the launch needs.
   std::int64_t partials = 0, counters = 0;
 };
 
 /// Completes a reduction spec whose strategy family (inner or outer), dims and vector width
-/// the planner chose: a warp or a block per row, whether blocks split rows or columns, and the
-/// grid, for m outputs of n reduced elements each on a GPU of `sm_count` multiprocessors.
-/// Rows are split only when there are too few of them to fill the GPU twice over; a split
-/// is what makes a full reduction one launch. `block` 0: kDefaultBlock; otherwise a multiple
-/// of 32.
+/// the planner chose: a group of lanes or a block per row, whether blocks split rows or
+/// columns, the block's shape and the grid, for m outputs of n reduced elements each on a GPU
+/// of `sm_count` multiprocessors. Rows are split only when there are too few of them to fill
+/// the GPU twice over; a split is what makes a full reduction one launch. Outer blocks are as
+/// wide as the columns need (up to 32 column groups) and as tall as the rest (at least 16
+/// reduced elements per thread before a block is taller). `block` 0: kDefaultBlock; otherwise
+/// a multiple of 32 (outer blocks use at most kOuterMaxBlock threads of it).
 ReductionGeometry reduction_geometry(ReductionSpec& spec, std::int64_t m, std::int64_t n, int block,
                                      int sm_count);
 

@@ -5,13 +5,14 @@
 // fixed-size POD, hashed by bytes on the call path like ElementwiseSpec.
 //
 // The loop of a reduction is (output dims..., reduced dims...): each group collapsed on its
-// own (contiguous axes merged, size-1 axes dropped), at least one dim each.
+// own (contiguous axes merged, size-1 axes dropped), at least one dim each. The last reduced
+// dim is the one threads walk: a row is a set of runs along it (one run when red_ndim is 1).
 //
 //   ReductionSpec s;
 //   s.strategy = ReductionStrategy::inner_block;
 //   s.split = 1;                  // several blocks per row: a full reduction
-//   s.red_contiguous = 1;         // every array input is contiguous along the reduced dim
-//   s.vector_width = 4;           // float4 loads
+//   s.red_contiguous = 1;         // every array input has unit steps along the last reduced dim
+//   s.vector_width = 4;           // float4 loads along the runs
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -21,10 +22,13 @@
 namespace kiln::codegen {
 
 enum class ReductionStrategy : std::uint8_t {
-  inner_warp,   // a warp per output row, lanes stride along the reduced elements
+  inner_warp,   // a group of up to 32 lanes per output row (the block is lanes x rows), lanes
+                // stride along the row's runs; groups combine with shuffles
   inner_block,  // a block per output row (with split: several blocks per row)
-  outer,        // a thread per output element, threads across contiguous columns; blocks of
-                // the grid's y dimension split the reduced range (with split)
+  outer,        // threads across the output's columns (blockDim.x column groups of
+                // vector_width columns) and down the reduced elements (blockDim.y), combined
+                // through shared memory; blocks of the grid's y dimension split the reduced
+                // range (with split)
 };
 
 struct ReductionSpec {
@@ -32,8 +36,9 @@ struct ReductionSpec {
   std::uint8_t out_ndim = 1;        // collapsed output dims (>= 1)
   std::uint8_t red_ndim = 1;        // collapsed reduced dims (>= 1)
   std::uint8_t index_bits = 32;     // 32 or 64
-  std::uint8_t vector_width = 1;    // inner with red_contiguous: elements per vector load
-  std::uint8_t red_contiguous = 0;  // red_ndim == 1 and every array input has unit steps
+  std::uint8_t vector_width = 1;    // elements per vector load: inner with red_contiguous along
+                                    // the runs; outer across contiguous output columns
+  std::uint8_t red_contiguous = 0;  // every array input has unit steps along the last reduced dim
   std::uint8_t split = 0;           // inner_block / outer: blocks share a row or column tile
   std::uint8_t nparams = 0;
   std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array, raw_array

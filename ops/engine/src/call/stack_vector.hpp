@@ -27,6 +27,7 @@ class StackVector {
   T& operator[](std::size_t i) noexcept { return data()[i]; }
   const T& operator[](std::size_t i) const noexcept { return data()[i]; }
   std::size_t size() const noexcept { return size_; }
+  void clear() noexcept { size_ = 0; }
   std::span<T> span() noexcept { return {data(), size_}; }
 
  private:

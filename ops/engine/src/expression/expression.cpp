@@ -16,23 +16,18 @@
 #include "kiln/runtime/error.hpp"
 #include "kiln/codegen/expression_emitter.hpp"
 #include "kiln/codegen/op_table.hpp"
+#include "kiln/engine/fused_reduction.hpp"
+#include "expression/expression_tree.hpp"
 
 namespace kiln {
 namespace detail {
 namespace {
 
-using node_ptr = std::shared_ptr<const expr_node>;
-using codegen::kMaxParams;
 using codegen::op_id;
 using codegen::op_info;
 using codegen::op_row;
 using codegen::op_types;
 using codegen::operand_type;
-
-// Past these an expression is split: subtrees are evaluated into temporaries first, so NVRTC
-// never sees a huge kernel and the parameter count stays under kMaxParams.
-constexpr std::uint32_t kMaxNodes = 192;
-constexpr std::uint32_t kMaxLeaves = 48;
 
 // A tree is built and dropped on every evaluation: freed nodes are kept per thread (one list
 // per block size: operator nodes and array leaves) for the next one instead of going back to
@@ -103,16 +98,6 @@ std::shared_ptr<Node> new_node(A&&... a) {
   return std::allocate_shared<Node>(node_allocator<Node>{}, std::forward<A>(a)...);
 }
 
-node_ptr array_leaf(const ndarray& a) { return new_node<expr_array_leaf>(a); }
-
-node_ptr scalar_leaf(const scalar& v, dtype t) {
-  auto n = new_node();
-  n->k = expr_node::kind::scalar;
-  n->type = t;
-  n->leaves = 1;
-  n->value = v;
-  return n;
-}
 
 operand_type type_of(const operand& o) {
   if (!o.is_scalar) return {o.node()->type};
@@ -127,86 +112,16 @@ std::string shapes_text(std::span<const operand> ops) {
   return s;
 }
 
-bool same_array(const ndarray& a, const ndarray& b) {
-  return a.buffer() == b.buffer() && a.offset() == b.offset() && a.dtype() == b.dtype() &&
-         a.shape() == b.shape() && a.strides() == b.strides();
-}
-
-// ---- the structure walk: distinct leaves in first-use order and the key bytes ----
-struct Walk {
-  std::array<const expr_node*, kMaxParams> leaves;
-  int nleaves = 0;
-  std::array<std::uint8_t, 4 * (kMaxNodes + 8) * 2> bytes;
-  std::size_t nbytes = 0;
-
-  void put(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
-    bytes[nbytes++] = a, bytes[nbytes++] = b, bytes[nbytes++] = c, bytes[nbytes++] = d;
-  }
-  int leaf_index(const expr_node* n) const {
-    for (int j = 0; j < nleaves; ++j)
-      if (leaves[j] == n) return j;
-    if (n->k == expr_node::kind::array)
-      for (int j = 0; j < nleaves; ++j)
-        if (leaves[j]->k == expr_node::kind::array && same_array(leaves[j]->array(), n->array()))
-          return j;
-    return -1;
-  }
-  void visit(const expr_node* n) {
-    if (n->k == expr_node::kind::op) {
-      for (const auto& c : n->child)
-        if (c) visit(c.get());
-      put(std::uint8_t(n->op), std::uint8_t(n->type.id()), std::uint8_t(n->compute.id()), 0xFF);
-      return;
-    }
-    int j = leaf_index(n);
-    if (j < 0) {
-      j = nleaves++;
-      leaves[std::size_t(j)] = n;
-    }
-    put(n->k == expr_node::kind::array ? 0xFE : 0xFD, std::uint8_t(j), std::uint8_t(n->type.id()),
-        0xFF);
-  }
-};
-
-void walk_roots(std::span<const node_ptr> roots, Walk& w) {
-  for (const auto& r : roots) {
-    w.visit(r.get());
-    w.put(0xFC, 0, 0, 0);  // end of one output
-  }
-}
-
 // ---- generating the kernel for one structure (the miss path) ----
-// The trees as codegen sees them: nodes in post-order, leaves as their parameter index.
-struct Flat {
-  std::vector<codegen::ExpressionNode> nodes;
-  std::vector<int> roots;
-  std::vector<dtype> leaf_types;
-};
-
-int flatten(const Walk& w, const expr_node* n, Flat& f) {
-  codegen::ExpressionNode out;
-  if (n->k == expr_node::kind::op) {
-    for (std::size_t k = 0; k < n->child.size(); ++k)
-      if (n->child[k]) out.child[k] = flatten(w, n->child[k].get(), f);
-    out.op = n->op;
-    out.compute = n->compute;
-  } else {
-    out.leaf = w.leaf_index(n);
-  }
-  out.type = n->type;
-  f.nodes.push_back(out);
-  return int(f.nodes.size()) - 1;
-}
-
-Flat flatten(std::span<const node_ptr> roots, const Walk& w) {
+Flat flatten_roots(std::span<const node_ptr> roots, const Walk& w) {
   Flat f;
-  for (const auto& r : roots) f.roots.push_back(flatten(w, r.get(), f));
+  for (const auto& r : roots) f.roots.push_back(flatten(w, r.get(), f, [](const expr_node*) { return -1; }));
   for (int j = 0; j < w.nleaves; ++j) f.leaf_types.push_back(w.leaves[std::size_t(j)]->type);
   return f;
 }
 
 std::unique_ptr<ElementwiseKernel> make_kernel(std::span<const node_ptr> roots, const Walk& w) {
-  const Flat f = flatten(roots, w);
+  const Flat f = flatten_roots(roots, w);
   codegen::ExpressionText t = codegen::expression_kernel_text(f.nodes, f.roots, f.leaf_types);
   elementwise_kernel_options o;
   o.preamble = std::move(t.helpers);
@@ -227,11 +142,10 @@ bool fits(const expr_node& n) { return n.nodes <= kMaxNodes && n.leaves <= kMaxL
 void recount(expr_node& n) {
   n.nodes = 1;
   n.leaves = 0;
+  n.reductions = n.k == expr_node::kind::reduce ? 1 : 0;
   for (const auto& c : n.child)
-    if (c) n.nodes += c->nodes, n.leaves += c->leaves;
+    if (c) n.nodes += c->nodes, n.leaves += c->leaves, n.reductions += c->reductions;
 }
-
-node_ptr fit(const node_ptr& n);
 
 // n itself when it fits (no reference count taken), else its split copy, kept in `hold`.
 const node_ptr& fitted(const node_ptr& n, node_ptr& hold) {
@@ -240,9 +154,52 @@ const node_ptr& fitted(const node_ptr& n, node_ptr& hold) {
   return hold;
 }
 
+// Runs `roots` as one kernel (planned with their reductions, if they have any).
+kernel_result run(std::span<const node_ptr> roots, ndarray* outs) {
+  for (const auto& r : roots)
+    if (r->reductions) return run_with_reductions(roots, outs);
+  return run_elementwise(roots, outs);
+}
+
+}  // namespace
+
+node_ptr array_leaf(const ndarray& a) { return new_node<expr_array_leaf>(a); }
+
+node_ptr scalar_leaf(const scalar& v, dtype t) {
+  auto n = new_node();
+  n->k = expr_node::kind::scalar;
+  n->type = t;
+  n->leaves = 1;
+  n->value = v;
+  return n;
+}
+
+node_ptr reduce_node(const reduction_code& code, const node_ptr& input, std::uint64_t mask, bool keepdims,
+                     dtype type, std::optional<std::int64_t> ddof, node_ptr in_rows) {
+  auto n = new_node();
+  n->k = expr_node::kind::reduce;
+  n->code = &code;
+  n->axes = mask;
+  n->keepdims = keepdims;
+  n->type = n->compute = type;
+  n->shape = reduced_shape(input->shape, mask, keepdims);
+  n->child[0] = input;
+  if (ddof) n->child[1] = scalar_leaf(scalar(*ddof), int64);
+  n->child[2] = std::move(in_rows);
+  recount(*n);
+  return n;
+}
+
+node_ptr with_children(const expr_node& n, const std::array<node_ptr, 3>& children) {
+  auto copy = new_node(n);
+  copy->child = children;
+  recount(*copy);
+  return copy;
+}
+
 node_ptr fit(const node_ptr& n) {
   if (fits(*n)) return n;
-  auto copy = new_node(*n);  // an operator node: leaves always fit
+  auto copy = new_node(*n);  // an operator or reduce node: leaves always fit
   for (auto& c : copy->child)
     if (c) c = fit(c);
   recount(*copy);
@@ -256,8 +213,7 @@ node_ptr fit(const node_ptr& n) {
   return copy;
 }
 
-// Runs `roots` as one kernel; outputs are allocated, or outs (one per root).
-kernel_result run(std::span<const node_ptr> roots, ndarray* outs) {
+kernel_result run_elementwise(std::span<const node_ptr> roots, ndarray* outs) {
   Walk w;
   walk_roots(roots, w);
   const ElementwiseKernel& k = kernel_for(roots, w);
@@ -277,6 +233,8 @@ kernel_result run(std::span<const node_ptr> roots, ndarray* outs) {
     for (std::size_t r = 0; r < roots.size(); ++r) new (&args[n++]) kernel_arg(outs[r]);
   return k.call(std::span<const kernel_arg>(args, n));
 }
+
+namespace {
 
 // The node bound at the loop dtype's range: its smallest or largest value.
 scalar bound_of(dtype t, bool largest) {
@@ -519,7 +477,9 @@ const node_ptr& into(const expr& e, const ndarray& out, node_ptr& hold) {
   if (!can_cast_same_kind(e.dtype(), out.dtype()))
     throw TypeError(fmt::format(
         "Cannot cast {} output from {} to {} with casting rule 'same_kind'",
-        e.node().k == expr_node::kind::op ? op_info(e.node().op).name : std::string_view("array"),
+        e.node().k == expr_node::kind::op       ? op_info(e.node().op).name
+        : e.node().k == expr_node::kind::reduce ? std::string_view(e.node().code->name)
+                                                : std::string_view("array"),
         e.dtype(), out.dtype()));
   hold = fit(e.astype(out.dtype()).node_ptr());
   return hold;
@@ -570,14 +530,14 @@ Hash128 expression_key(const expr& e) {
 
 const ElementwiseKernel& aot::expression_kernel(const expr& e) {
   detail::Walk w;
-  const detail::node_ptr root = detail::fit(e.node_ptr());
+  const detail::node_ptr root = detail::materialize_reductions(detail::fit(e.node_ptr()));
   detail::walk_roots(std::span(&root, 1), w);
   return detail::kernel_for(std::span(&root, 1), w);
 }
 
 std::vector<kernel_arg> aot::expression_leaves(const expr& e) {
   detail::Walk w;
-  const detail::node_ptr root = detail::fit(e.node_ptr());
+  const detail::node_ptr root = detail::materialize_reductions(detail::fit(e.node_ptr()));
   detail::walk_roots(std::span(&root, 1), w);
   std::vector<kernel_arg> out;
   for (int j = 0; j < w.nleaves; ++j) {
@@ -593,6 +553,7 @@ std::vector<kernel_arg> aot::expression_leaves(const expr& e) {
 void detail::bind_expression(const expr& e, expression_binding& b) {
   detail::Walk w;
   b.root = detail::fit(e.node_ptr());
+  if (b.root->reductions) b.root = detail::materialize_reductions(b.root);
   detail::walk_roots(std::span(&b.root, 1), w);
   b.key = hash128(w.bytes.data(), w.nbytes);
   b.nleaves = w.nleaves;
@@ -601,9 +562,9 @@ void detail::bind_expression(const expr& e, expression_binding& b) {
 
 codegen::ExpressionText expression_map(const expr& e) {
   detail::Walk w;
-  const detail::node_ptr root = detail::fit(e.node_ptr());
+  const detail::node_ptr root = detail::materialize_reductions(detail::fit(e.node_ptr()));
   detail::walk_roots(std::span(&root, 1), w);
-  const detail::Flat f = detail::flatten(std::span(&root, 1), w);
+  const detail::Flat f = detail::flatten_roots(std::span(&root, 1), w);
   return codegen::expression_map_text(f.nodes, f.roots[0], f.leaf_types);
 }
 

@@ -81,7 +81,8 @@ struct ReductionKind {
   }
 
   Launch geometry(const KernelCall&, const Plan& p, const cache::LoadedKernel&) const {
-    return {dim3(p.geometry.grid_x, p.geometry.grid_y), dim3(unsigned(p.geometry.block))};
+    return {dim3(p.geometry.grid_x, p.geometry.grid_y),
+            dim3(unsigned(p.geometry.block_x), unsigned(p.geometry.block_y))};
   }
 
   Workspace workspace(const KernelCall& c, const Plan& p, const Launch&,

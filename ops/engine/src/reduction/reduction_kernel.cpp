@@ -73,22 +73,20 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
       s.index_bits = std::uint8_t(b);
       out.push_back(s);
     };
-    // Contiguous rows: every strategy of the inner family with every vector width; a full
-    // reduction is the split block over one output dim.
-    for (int vw = 1; vw <= int(16 / widest); vw *= 2) {
-      with(ReductionStrategy::inner_block, 1, 1, 1, 1, vw);
-      for (int od = 1; od <= t.max_ndim; ++od) {
-        with(ReductionStrategy::inner_warp, 0, od, 1, 1, vw);
-        with(ReductionStrategy::inner_block, 0, od, 1, 1, vw);
-        if (od > 1) with(ReductionStrategy::inner_block, 1, od, 1, 1, vw);
-      }
-    }
-    // Strided rows and outer axes.
+    // Every (output dims, reduced dims) pair; rows contiguous along the last reduced dim with
+    // every vector width, strided rows, and outer columns with every vector width.
     for (int od = 1; od <= t.max_ndim; ++od)
-      for (int rd = 1; od + rd <= t.max_ndim + 1; ++rd)
-        for (auto st : {ReductionStrategy::inner_warp, ReductionStrategy::inner_block, ReductionStrategy::outer})
-          for (int split : {0, 1})
-            if (!(split && st == ReductionStrategy::inner_warp)) with(st, split, od, rd, 0, 1);
+      for (int rd = 1; od + rd <= t.max_ndim + 1; ++rd) {
+        for (int vw = 1; vw <= int(16 / widest); vw *= 2)
+          for (int contiguous : {1, 0}) {
+            if (!contiguous && vw > 1) continue;
+            with(ReductionStrategy::inner_warp, 0, od, rd, contiguous, vw);
+            with(ReductionStrategy::inner_block, 0, od, rd, contiguous, vw);
+            with(ReductionStrategy::inner_block, 1, od, rd, contiguous, vw);
+          }
+        for (int vw = 1; vw <= int(16 / widest); vw *= 2)
+          for (int split : {0, 1}) with(ReductionStrategy::outer, split, od, rd, 0, vw);
+      }
   }
   return out;
 }

@@ -97,34 +97,51 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
     }
   spec.index_bits = std::uint8_t(codegen::choose_index_bits(plan.m * plan.n, span));
 
-  // Inner when every input walks its rows with unit steps; outer when the first input's
-  // innermost output dim is contiguous (threads then read neighbouring columns).
-  bool red_contig = spec.red_ndim == 1 && plan.n > 1;
+  // Inner when every input walks the last reduced dim with unit steps (a row is then runs
+  // of contiguous elements: vector loads along them); outer when the first input's last
+  // output dim is contiguous, or nearer contiguous than the reduced one (threads then read
+  // neighbouring columns); otherwise inner with strided runs.
+  bool red_contig = plan.n > 1 && nin_ops > 0;
   for (int j = 0; j < nin_ops; ++j)
-    red_contig &= rs[std::size_t(j)][0] == std::int64_t(c.types[ops[std::size_t(j)]].itemsize());
+    red_contig &= rs[std::size_t(j)].back() == std::int64_t(c.types[ops[std::size_t(j)]].itemsize());
   spec.red_contiguous = std::uint8_t(red_contig);
   spec.strategy = ReductionStrategy::inner_block;
   if (!red_contig && nin_ops > 0 && plan.m > 1 && plan.n > 1) {
-    const int k0 = ops[0];
-    const auto isz = std::int64_t(c.types[k0].itemsize());
-    if (std::abs(ks[0][kept.size() - 1]) == isz) spec.strategy = ReductionStrategy::outer;
+    const auto isz = std::int64_t(c.types[ops[0]].itemsize());
+    const std::int64_t kept_step = std::abs(ks[0].back()), red_step = std::abs(rs[0].back());
+    if (kept_step == isz || (kept_step != 0 && kept_step < red_step)) spec.strategy = ReductionStrategy::outer;
   }
+  // Vector loads: every input's addresses along the vector are contiguous and every other
+  // step (and the base) keeps whole vectors aligned.
   spec.vector_width = 1;
-  if (red_contig && nin_ops > 0) {
+  const bool outer = spec.strategy == ReductionStrategy::outer;
+  if ((red_contig || outer) && nin_ops > 0) {
     std::int64_t widest = 0;
     for (int j = 0; j < nin_ops; ++j) widest = std::max<std::int64_t>(widest, c.types[ops[std::size_t(j)]].itemsize());
-    int w = widest < 16 ? int(16 / widest) : 1;
-    auto aligned = [&](int width) {
+    const std::int64_t along = outer ? kept.back() : red.back();  // elements a vector walks
+    auto fits = [&](int width) {
+      if (along % width) return false;
       for (int j = 0; j < nin_ops; ++j) {
         const int k = ops[std::size_t(j)];
-        const auto bytes = std::uint64_t(width) * c.types[k].itemsize();
+        const auto isz = std::int64_t(c.types[k].itemsize());
+        const auto bytes = std::uint64_t(width) * std::uint64_t(isz);
         if (reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % bytes) return false;
-        for (auto s : ks[std::size_t(j)])
-          if (std::uint64_t(std::abs(s)) % bytes) return false;
+        const Shape& ksj = ks[std::size_t(j)];
+        const Shape& rsj = rs[std::size_t(j)];
+        for (int d = 0; d < ksj.size(); ++d) {
+          if (outer && d == ksj.size() - 1) {
+            if (ksj[d] != isz) return false;
+          } else if (std::uint64_t(std::abs(ksj[d])) % bytes) {
+            return false;
+          }
+        }
+        for (int d = 0; d < rsj.size(); ++d)
+          if (!(!outer && d == rsj.size() - 1) && std::uint64_t(std::abs(rsj[d])) % bytes) return false;
       }
       return true;
     };
-    while (w > 1 && !aligned(w)) w /= 2;
+    int w = widest < 16 ? int(16 / widest) : 1;
+    while (w > 1 && !fits(w)) w /= 2;
     spec.vector_width = std::uint8_t(w);
   }
   plan.geometry = codegen::reduction_geometry(spec, plan.m, plan.n, c.options.block_size, sm_count);

@@ -21,6 +21,7 @@
 #include "kiln/engine/graph.hpp"
 #include "kiln/engine/math.hpp"
 #include "kiln/engine/reduction_kernel.hpp"
+#include "kiln/engine/row_kernel.hpp"
 #include "kiln/library/reductions.hpp"
 #include "kiln/library/linalg.hpp"
 #include "kiln/library/linalg_norm.hpp"

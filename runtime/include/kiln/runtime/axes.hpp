@@ -24,6 +24,8 @@ class axes {
   axes(int axis) noexcept : axes(std::int64_t(axis)) {}                    // NOLINT
   /// Several axes; an empty list means no axis (nothing is reduced), as NumPy's axis=().
   axes(std::initializer_list<std::int64_t> list);
+  /// The axes whose bits are set in `mask` (the inverse of mask()).
+  static axes from_mask(std::uint64_t mask) noexcept;
 
   bool is_all() const noexcept { return all_; }
   /// One axis given as an integer (`axis=0`), not as a list (`axis={0}`): NumPy's reductions

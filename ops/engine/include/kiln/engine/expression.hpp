@@ -28,6 +28,7 @@
 //
 // Reductions hook: expression_map(e) gives the map expression text over named parameters plus
 // the parameter list (see expression_map below), for a reduction kernel to fuse `sum(x * x)`.
+// Reductions inside an expression (softmax, layer norm) are lazy_expr's: see below.
 #include <array>
 #include <complex>
 #include <concepts>
@@ -50,6 +51,8 @@
 namespace kiln {
 
 class expr;
+class lazy_expr;
+struct reduction_code;
 
 namespace detail {
 
@@ -58,7 +61,7 @@ namespace detail {
 struct expr_node {
   // Not `= default`: value-initialising (make_shared) would then zero all of the node first.
   expr_node() noexcept {}
-  enum class kind : std::uint8_t { array, scalar, op };
+  enum class kind : std::uint8_t { array, scalar, op, reduce };
   kind k = kind::op;
   codegen::op_id op = codegen::op_id::add;
   dtype type;     // the node's dtype (a scalar leaf: the dtype its op converts it to)
@@ -66,8 +69,15 @@ struct expr_node {
   Shape shape;    // broadcast shape (a scalar: ())
   std::uint32_t nodes = 1;   // nodes in this subtree
   std::uint32_t leaves = 0;  // leaf occurrences in this subtree (bounds its parameters)
+  std::uint32_t reductions = 0;  // reduce nodes in this subtree
   std::array<std::shared_ptr<const expr_node>, 3> child;
   scalar value{false};
+  // Reduce nodes (a lazy reduction of child[0]; child[1], if any, is its ddof, an int64
+  // scalar leaf; child[2], if any, the same values as an expression a row kernel computes
+  // better): the row, child[0]'s reduced axes, and whether they stay as size-1 axes.
+  const reduction_code* code = nullptr;
+  std::uint64_t axes = 0;
+  bool keepdims = false;
 
   /// The array of an array leaf (k == kind::array).
   const ndarray& array() const noexcept;
@@ -135,10 +145,47 @@ class expr {
   std::shared_ptr<const detail::expr_node> node_;
 };
 
+/// An expression whose reductions are lazy too: kiln::max(e, -1, true) of a lazy_expr is a
+/// node of the tree, not an array, so a whole computation with reductions (softmax, layer
+/// norm, standardising) is planned as one when it is turned into an ndarray. kiln::fuse
+/// passes its arguments as lazy_exprs; kiln::lazy(x) starts one from an array. Operators and
+/// functions with a lazy_expr operand give a lazy_expr.
+///
+///   auto x = kiln::lazy(a);                                // a: (16384, 4096) float32
+///   auto e = kiln::exp(x - kiln::max(x, -1, true));
+///   kiln::ndarray softmax = e / kiln::sum(e, -1, true);    // ONE kernel, one read of a
+///
+/// Evaluation: reductions with keepdims over the same axes of the output's shape, consumed
+/// by the expression, run as ONE row kernel when a row fits on chip (the row is read once,
+/// its reductions in phases from registers; see engine/row_kernel.hpp). Otherwise every
+/// reduction of the same axes that can run together runs in one pass (one reduction kernel
+/// computing all of them), phase by phase, then one elementwise kernel: the fewest passes.
+/// As with every expression, the arrays are read when it is evaluated, not when it is built.
+class lazy_expr : public expr {
+ public:
+  explicit lazy_expr(const ndarray& a) : expr(a) {}
+  explicit lazy_expr(const expr& e) noexcept : expr(e) {}
+  explicit lazy_expr(std::shared_ptr<const detail::expr_node> n) noexcept : expr(std::move(n)) {}
+  /// Converts inside the expression (no extra pass).
+  lazy_expr astype(kiln::dtype t) const { return lazy_expr(expr::astype(t)); }
+};
+
+/// `a` as a lazy expression (see lazy_expr).
+inline lazy_expr lazy(const ndarray& a) { return lazy_expr(a); }
+inline lazy_expr lazy(const expr& e) { return lazy_expr(e); }
+
 /// Arrays and expressions: what makes an operator build an expression.
 template <class T>
 concept array_like = std::same_as<std::remove_cvref_t<T>, ndarray> ||
-                     std::same_as<std::remove_cvref_t<T>, expr>;
+                     std::same_as<std::remove_cvref_t<T>, expr> ||
+                     std::same_as<std::remove_cvref_t<T>, lazy_expr>;
+
+namespace detail {
+/// lazy_expr when an operand is one (its reductions stay lazy), expr otherwise.
+template <class... A>
+using expr_result_t =
+    std::conditional_t<(std::same_as<std::remove_cvref_t<A>, lazy_expr> || ...), lazy_expr, expr>;
+}  // namespace detail
 /// An operator or function argument: an array, an expression or a C++ scalar.
 template <class T>
 concept expr_operand = array_like<T> || kernel_scalar<T>;
@@ -190,9 +237,9 @@ void bind_expression(const expr& e, expression_binding& b);
 #define KILN_EXPR_BINARY(OP, ID)                                              \
   template <class A, class B>                                                 \
     requires expr_operands<A, B>                                              \
-  expr operator OP(const A& a, const B& b) {                                  \
+  detail::expr_result_t<A, B> operator OP(const A& a, const B& b) {           \
     const detail::operand ops[] = {detail::operand(a), detail::operand(b)};   \
-    return detail::make_op(codegen::op_id::ID, ops);                           \
+    return detail::expr_result_t<A, B>(detail::make_op(codegen::op_id::ID, ops)); \
   }
 KILN_EXPR_BINARY(+, add)
 KILN_EXPR_BINARY(-, subtract)
@@ -214,9 +261,9 @@ KILN_EXPR_BINARY(>>, right_shift)
 
 #define KILN_EXPR_UNARY(OP, ID)                                   \
   template <array_like A>                                         \
-  expr operator OP(const A& a) {                                  \
+  detail::expr_result_t<A> operator OP(const A& a) {              \
     const detail::operand ops[] = {detail::operand(a)};           \
-    return detail::make_op(codegen::op_id::ID, ops);               \
+    return detail::expr_result_t<A>(detail::make_op(codegen::op_id::ID, ops)); \
   }
 KILN_EXPR_UNARY(-, negative)
 KILN_EXPR_UNARY(+, positive)

@@ -1,7 +1,7 @@
 #pragma once
 // kiln::fuse(f): cupy.fuse for C++. Wraps a generic lambda; calling the wrapper with ndarrays
-// and scalars calls f with expressions (ndarray arguments become kiln::expr leaves, scalars
-// stay scalars) and runs everything f computed as ONE kernel.
+// and scalars calls f with expressions (ndarray arguments become kiln::lazy_expr leaves,
+// scalars stay scalars) and runs everything f computed as ONE kernel, reductions included.
 //
 //   auto f = kiln::fuse([](auto x, auto y) { return kiln::sin(x) * 5 + y * y; });
 //   kiln::ndarray z = f(x, y);                                    // one kernel
@@ -9,6 +9,20 @@
 //   auto [s, d] = g(x, y);                                        // one kernel, two outputs
 //   auto h = kiln::fuse([](auto& x, auto y) { x *= y; x += 1; });  // updates x in place
 //   h(x, 2.0);
+//   auto softmax = kiln::fuse([](auto x) {                       // one kernel per row
+//     auto e = kiln::exp(x - kiln::max(x, -1, true));
+//     return e / kiln::sum(e, -1, true);
+//   });
+//   auto layer_norm = kiln::fuse([](auto x, auto g, auto b) {
+//     return (x - kiln::mean(x, -1, true)) / kiln::sqrt(kiln::var(x, -1, true) + 1e-5f) * g + b;
+//   });
+//   auto stats = kiln::fuse([](auto x) {                          // one pass over x
+//     return std::make_tuple(kiln::mean(x, {0, 2, 3}), kiln::var(x, {0, 2, 3}));
+//   });
+//
+// Reductions inside f are lazy (kiln::lazy_expr, expression.hpp): a reduction with keepdims
+// consumed by the expression runs in the same kernel when its rows fit on chip, and every
+// reduction runs in as few passes over memory as its dependencies allow otherwise.
 //
 // Arguments taken by reference (`auto&`) and changed in f (`x *= y`, `x = x + 1`) are written
 // back to their arrays, in the same kernel as the results (NumPy's same_kind casting into the
@@ -34,7 +48,7 @@ void eval_into_many(std::span<const expr> exprs, std::span<ndarray> outs);
 template <class A>
 auto fuse_arg(A& a) {
   if constexpr (std::is_same_v<std::remove_cvref_t<A>, ndarray>)
-    return expr(a);
+    return lazy_expr(a);
   else
     return a;
 }

@@ -10,7 +10,9 @@
 //       .post = "y = a", .identity = "0"};
 //   kiln::reduction_kernel(kSumSquares)(x, out, kiln::reduce_options{.axis = 1});
 //   kiln::reduce_expression(kSumSquares, x - y, nullptr, out, {.axis = 1});   // fused
+//   kiln::lazy_expr s = kiln::reduce_lazily(kSumSquares, x - y, 0b10, true, kiln::float32);
 #include <cstdint>
+#include <span>
 
 #include "kiln/engine/expression.hpp"
 #include "kiln/engine/reduce_options.hpp"
@@ -19,7 +21,7 @@
 namespace kiln {
 
 /// A reduction as code over one input element `x` of placeholder type T into one output
-/// `U y`, in ReductionKernel's terms. Rows must have static storage duration: a row's
+/// `U y` (or the outputs `out` names), in ReductionKernel's terms. Rows must have static storage duration: a row's
 /// address keys its kernels, so a hit hashes a pointer, never text.
 struct reduction_code {
   const char* name = "";         // the kernel's name (a fused kernel's is name + "_expr")
@@ -30,6 +32,7 @@ struct reduction_code {
   const char* identity = "";     // "" for none
   const char* reduce_type = "";  // "" for U
   const char* preamble = "";     // file-scope device code the row uses
+  const char* out = "U y";       // the outputs: "U y", or several ("U v, U m") that post sets
 };
 
 /// The ReductionKernel running `code` over arrays (inputs: `in`; output `U y`), made once per
@@ -41,9 +44,24 @@ const ReductionKernel& reduction_kernel(const reduction_code& code);
 /// output (placeholder U). Made once per (structure, row); for ahead-of-time compiles.
 const ReductionKernel& fused_reduction_kernel(const reduction_code& code, const expr& e);
 
-/// Runs `code` over e into `out` (shape and dtype already checked by the caller): one kernel
-/// on the current stream. ddof: the value of the row's `raw int64 ddof`, if it has one.
+/// Runs `code` over e into `outs` (one per output of the row; shapes and dtypes already
+/// checked by the caller): one kernel on the current stream. ddof: the value of the row's
+/// `raw int64 ddof`, if it has one.
 void reduce_expression(const reduction_code& code, const expr& e, const std::int64_t* ddof,
-                       const ndarray& out, const reduce_options& ro);
+                       std::span<const ndarray> outs, const reduce_options& ro);
+inline void reduce_expression(const reduction_code& code, const expr& e, const std::int64_t* ddof,
+                              const ndarray& out, const reduce_options& ro) {
+  reduce_expression(code, e, ddof, std::span<const ndarray>(&out, 1), ro);
+}
+
+/// A lazy reduction: `code` over the axes `mask` of e's shape, giving `type`, as a node of
+/// the expression (lazy_expr, expression.hpp), run when the expression is evaluated. ddof:
+/// the value of the row's `raw int64 ddof`, if it has one. `in_rows`: an expression of the
+/// same values the planner uses instead when the reduction runs inside a row kernel, where
+/// the row is in registers (var as NumPy's two-pass formula: two cheap sums rather than one
+/// costly merge). Checks nothing beyond its own arguments (the library's reductions check
+/// axes, dtypes and empty inputs first); the row must have one output.
+lazy_expr reduce_lazily(const reduction_code& code, const expr& e, std::uint64_t mask, bool keepdims, dtype type,
+                        const std::int64_t* ddof = nullptr, const expr* in_rows = nullptr);
 
 }  // namespace kiln

@@ -14,16 +14,16 @@ namespace kiln {
 
 #define KILN_EXPR_FN1(NAME, ID)                                   \
   template <array_like A>                                         \
-  expr NAME(const A& a) {                                         \
+  detail::expr_result_t<A> NAME(const A& a) {                     \
     const detail::operand ops[] = {detail::operand(a)};           \
-    return detail::make_op(codegen::op_id::ID, ops);               \
+    return detail::expr_result_t<A>(detail::make_op(codegen::op_id::ID, ops)); \
   }
 #define KILN_EXPR_FN2(NAME, ID)                                             \
   template <class A, class B>                                               \
     requires expr_operands<A, B>                                            \
-  expr NAME(const A& a, const B& b) {                                       \
+  detail::expr_result_t<A, B> NAME(const A& a, const B& b) {                \
     const detail::operand ops[] = {detail::operand(a), detail::operand(b)}; \
-    return detail::make_op(codegen::op_id::ID, ops);                         \
+    return detail::expr_result_t<A, B>(detail::make_op(codegen::op_id::ID, ops)); \
   }
 
 KILN_EXPR_FN2(add, add)
@@ -103,23 +103,24 @@ KILN_EXPR_FN1(angle, angle)
 
 /// NumPy's where(cond, a, b): cond is made bool (nonzero); a and b promote together.
 template <array_like C, expr_operand A, expr_operand B>
-expr where(const C& cond, const A& a, const B& b) {
+detail::expr_result_t<C, A, B> where(const C& cond, const A& a, const B& b) {
   const detail::operand ops[] = {detail::operand(cond), detail::operand(a), detail::operand(b)};
-  return detail::make_op(codegen::op_id::where, ops);
+  return detail::expr_result_t<C, A, B>(detail::make_op(codegen::op_id::where, ops));
 }
 
 /// NumPy's clip: minimum(maximum(a, lo), hi) (NaN propagates), in the same kernel. For an
 /// integer array, an integer bound beyond its dtype's range is no bound (NumPy 2: clip(x_u8,
 /// -1, 300) is x_u8); a bound inside the range converts as in maximum/minimum.
 template <array_like A, expr_operand L, expr_operand H>
-expr clip(const A& a, const L& lo, const H& hi) {
-  return detail::make_clip(detail::operand(a), detail::operand(lo), detail::operand(hi));
+detail::expr_result_t<A, L, H> clip(const A& a, const L& lo, const H& hi) {
+  return detail::expr_result_t<A, L, H>(
+      detail::make_clip(detail::operand(a), detail::operand(lo), detail::operand(hi)));
 }
 
 /// NumPy's astype inside an expression (unsafe casting, as astype's default).
 template <array_like A>
-expr astype(const A& a, dtype t) {
-  return detail::make_cast(detail::operand(a), t);
+detail::expr_result_t<A> astype(const A& a, dtype t) {
+  return detail::expr_result_t<A>(detail::make_cast(detail::operand(a), t));
 }
 
 }  // namespace kiln

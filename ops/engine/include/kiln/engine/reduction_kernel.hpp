@@ -23,10 +23,13 @@
 // "zero-size array to reduction operation NAME which has no identity". A non-empty reduction
 // with no identity starts from its first element, so a max of negative values is negative.
 //
-// Generated code: the output and reduced axes are collapsed separately, then a warp or block
-// per output row (contiguous rows, vector loads), a thread per output across contiguous
-// columns (reducing an outer axis), with blocks splitting long rows or columns; a full
-// reduction is many blocks whose partials the last block combines in the same launch.
+// Generated code: the output and reduced axes are collapsed separately (any set of axes:
+// a row is runs along the last reduced dim, walked with adds, no per-element division), then
+// a group of lanes (short rows, several per block) or a block per output row, vector loads
+// along contiguous runs; or, when the output's last dim is the contiguous one (reducing outer
+// axes), threads across columns (vector loads across them) and down the reduced elements,
+// combined in shared memory. Blocks split long rows or columns; a full reduction is many
+// blocks whose partials the last block combines in the same launch.
 #include <array>
 #include <memory>
 #include <span>
@@ -76,9 +79,10 @@ class ReductionKernel
 
   // ---- ahead of time (no GPU needed); also compile_requests, compile_request, source and
   // compile_for (generated_kernel.hpp) ----
-  /// Every spec a call with arrays of target.dtypes can ask for: each strategy (warp, block,
-  /// split block, outer, split outer), output dims 1..max_ndim, reduced dims 1..max_ndim
-  /// (strided), the contiguous-row variants with every vector width, 32/64-bit indices.
+  /// Every spec a call with arrays of target.dtypes can ask for: for every (output dims,
+  /// reduced dims) pair with output + reduced dims <= max_ndim + 1, rows contiguous along the
+  /// last reduced dim (lane group, block, split block; every vector width), strided rows
+  /// (the same three), outer columns (plain and split; every vector width); 32/64-bit indices.
   std::vector<codegen::ReductionSpec> specs(const aot_target& target) const;
   static std::string emit(const codegen::ReductionDefinition& def, const codegen::ReductionSpec& spec);
 

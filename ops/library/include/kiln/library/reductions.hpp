@@ -27,6 +27,7 @@
 // expression structure and reduction; a repeated call hashes the tree and builds no text.
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kiln/engine/expression.hpp"
@@ -98,6 +99,58 @@ ndarray nanprod(const expr& a, axes axis = {}, bool keepdims = false, const nump
 ndarray nanmin(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
 ndarray nanmax(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
 ndarray nanmean(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+
+// ---- mean with variance or standard deviation, in ONE pass over memory (PyTorch's var_mean,
+// std_mean; NumPy's var/std arguments: ddof, dtype). Returns {variance or std, mean}:
+//
+//   auto [v, m] = kiln::var_mean(x, {0, 2, 3}, /*keepdims=*/true);   // batch-norm statistics
+//   auto [s, mu] = kiln::std_mean(x - y, -1, false, {.ddof = 1});    // fused with an expression
+//
+// Dtypes as var and mean (float64 for bool and ints, float16 accumulates in float32); empty:
+// NaN; complex: TypeError; .out is refused (two results), TypeError.
+std::pair<ndarray, ndarray> var_mean(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+std::pair<ndarray, ndarray> std_mean(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+std::pair<ndarray, ndarray> var_mean(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+std::pair<ndarray, ndarray> std_mean(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+
+// The same over a lazy expression (kiln::lazy_expr, expression.hpp; what kiln::fuse passes):
+// a node of the expression's tree, evaluated with it. With keepdims (or over every axis) it
+// fuses with the expression that reads it: softmax, layer norm, standardising run as ONE
+// kernel per row when a row fits on chip, and in the fewest passes otherwise:
+//
+//   auto x = kiln::lazy(a);
+//   auto e = kiln::exp(x - kiln::max(x, -1, true));
+//   kiln::ndarray softmax = e / kiln::sum(e, -1, true);
+//   kiln::ndarray norm = (x - kiln::mean(x, -1, true)) / kiln::sqrt(kiln::var(x, -1, true) + 1e-5f) * g + b;
+//
+// The checks (axes, dtypes, empty inputs) run here; with {.out = z} the reduction runs now,
+// into z, and the node reads z.
+lazy_expr sum(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr prod(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr min(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr max(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+inline lazy_expr amin(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {}) {
+  return min(a, axis, keepdims, args);
+}
+inline lazy_expr amax(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {}) {
+  return max(a, axis, keepdims, args);
+}
+lazy_expr mean(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr var(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr std(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr argmin(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr argmax(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr all_of(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr any(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr count_nonzero(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr nansum(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr nanprod(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr nanmin(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr nanmax(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr nanmean(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+/// Two lazy nodes over the same input (run in one pass when evaluated together).
+std::pair<lazy_expr, lazy_expr> var_mean(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+std::pair<lazy_expr, lazy_expr> std_mean(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
 
 namespace aot {
 /// Every built-in reduction kernel (NumPy's and linalg::norm's), for ahead-of-time compiles

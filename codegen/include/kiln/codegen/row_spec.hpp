@@ -1,0 +1,49 @@
+#pragma once
+// RowSpec: what one row kernel binary (row_emitter.hpp) is specialised for beyond its
+// definition: parameter dtypes and kinds, the collapsed output dims, index and vector widths,
+// how many vectors of a row each thread holds, and whether a row is a group of up to 32 lanes
+// (several rows per block, shuffles) or a whole block. A fixed-size POD, hashed by bytes on
+// the call path like the other kinds' specs.
+//
+// The loop of a row kernel is (output dims..., the row): the row is ONE dim (the reduced axes
+// collapsed) along which every array operand has unit steps or none (a broadcast operand).
+//
+//   RowSpec s;
+//   s.vector_width = 4;   // float4 loads and stores along the row
+//   s.items = 4;          // each thread holds 4 vectors: a row of up to lanes * 16 elements
+//   s.group = 0;          // a block per row (lanes = blockDim.x, up to 1024)
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "kiln/codegen/elementwise_spec.hpp"  // OperandSpec, OperandKind
+
+namespace kiln::codegen {
+
+/// Most lanes (threads) of one row: its block's bound (__launch_bounds__), so the registers
+/// the row holds never make the block too large to launch.
+inline constexpr int kMaxRowLanes = 512;
+
+struct RowSpec {
+  std::uint8_t out_ndim = 1;      // collapsed output (kept) dims, >= 1
+  std::uint8_t index_bits = 32;   // 32 or 64
+  std::uint8_t vector_width = 1;  // elements per load and store along the row
+  std::uint8_t items = 1;         // vectors per thread: 1, 2, 4 or 8
+  std::uint8_t group = 1;         // 1: blockDim.x (<= 32) lanes per row, blockDim.y rows per
+                                  // block (256 threads); 0: a block (blockDim.x lanes, up to
+                                  // kMaxRowLanes) per row
+  std::uint8_t nparams = 0;
+  std::uint8_t pad_[2] = {};
+  std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array
+
+  dtype param_dtype(int k) const { return dtype(static_cast<dtype_id>(params[std::size_t(k)].dtype)); }
+  OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
+  void set_param(int k, dtype t, OperandKind kind, int raw_ndim = 0, bool raw_contiguous = true) {
+    params[std::size_t(k)] = {static_cast<std::uint8_t>(t.id()), kind,
+                              static_cast<std::uint8_t>(raw_ndim), std::uint8_t(raw_contiguous)};
+  }
+  std::size_t key_size() const { return offsetof(RowSpec, params) + sizeof(OperandSpec) * nparams; }
+};
+static_assert(offsetof(RowSpec, params) == 8);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,281 @@
+#include "kiln/codegen/row_emitter.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <vector>
+
+#include "kiln/codegen/device_header.hpp"
+#include "kiln_codegen_device_sources.hpp"
+#include "source_writer.hpp"
+
+namespace kiln::codegen {
+namespace {
+
+// Where element_loop calls its body: per vector before its elements, per element, after them.
+enum class At { before, each, after };
+
+struct Emit {
+  SourceWriter& w;
+  const RowDefinition& def;
+  const RowSpec& s;
+
+  int nd() const { return s.out_ndim + 1; }
+  int vw() const { return s.vector_width; }
+  const Param& param(int k) const { return def.params[std::size_t(k)]; }
+  std::string_view ctype(int k) const { return s.param_dtype(k).device_type(); }
+  bool is_array(int k) const { return s.kind(k) == OperandKind::array; }
+  // Inputs more than one phase (or a phase and the outputs) read: kept in registers.
+  bool cached(int j) const {
+    const std::uint32_t u = def.leaf_use[std::size_t(j)];
+    return is_array(j) && __builtin_popcount(u) > 1;
+  }
+  bool reads(int j, std::uint32_t use) const { return (def.leaf_use[std::size_t(j)] & use) != 0; }
+  static std::uint32_t phase_use(int p) { return 1u << p; }
+  std::string row_pointer(int k) const {
+    return fmt::format("kiln_p_{0}.kiln_p + kiln_oo_{0}", param(k).name);
+  }
+
+  // A last-phase reduction whose input (cast to its part's T) the outputs compute again
+  // (softmax's exp(x - max)): each thread keeps its elements' values in registers, so the
+  // outputs read them instead of computing them twice. Only a call-shaped input with the
+  // exact text (a whole subexpression: the printer parenthesizes everything) and small
+  // enough to stay in registers.
+  bool keeps(std::size_t r) const {
+    const auto& red = def.reductions[r];
+    if (red.phase != def.nphases - 1) return false;
+    const std::string cast = fmt::format("kiln_cast<{}>(", red.part.in.device_type());
+    if (!red.input.starts_with(cast)) return false;
+    if (int(s.items) * vw() * int(red.part.in.itemsize()) > 64) return false;
+    for (const auto& o : def.outputs)
+      if (o.find(red.input) != std::string::npos) return true;
+    return false;
+  }
+  // An output's text with every kept input replaced by its registers.
+  std::string output_text(int o) const {
+    std::string t = def.outputs[std::size_t(o)];
+    for (std::size_t r = 0; r < def.reductions.size(); ++r) {
+      if (!keeps(r)) continue;
+      const std::string& in = def.reductions[r].input;
+      const std::string kept = fmt::format("kiln_x{}[kiln_i][kiln_k]", r);
+      for (std::size_t at = t.find(in); at != std::string::npos;
+           at = t.find(in, at + kept.size())) {
+        const char before = at ? t[at - 1] : ' ';
+        if (std::isalnum(static_cast<unsigned char>(before)) ||
+            before == '_') {  // inside a longer name
+          at += 1;
+          continue;
+        }
+        t.replace(at, in.size(), kept);
+      }
+    }
+    return t;
+  }
+
+  void signature() {
+    w.line("extern \"C\" __global__ void __launch_bounds__({}) {}(", s.group ? 256 : kMaxRowLanes,
+           def.name);
+    for (int k = 0; k < s.nparams; ++k)
+      w.line("    {} {}{},", abi_type(row_arg(s, k)), is_array(k) ? "kiln_p_" : "", param(k).name);
+    w.line("    {} kiln_m,", abi_type(row_arg(s, s.nparams)));
+    w.line("    {} kiln_n,", abi_type(row_arg(s, s.nparams + 1)));
+    w.line("    {} kiln_shape) {{", abi_type(row_arg(s, s.nparams + 2)));
+  }
+
+  void out_offsets(std::string_view ind) {
+    w.line("{}kiln_uidx kiln_rem = kiln_live ? kiln_row : 0;", ind);
+    for (int k = 0; k < s.nparams; ++k)
+      if (is_array(k)) w.line("{}kiln_idx kiln_oo_{} = 0;", ind, param(k).name);
+    for (int d = s.out_ndim - 1; d >= 0; --d) {
+      w.line("{}{{ const kiln_uidx kiln_e = kiln_uidx(kiln_shape.kiln_v[{}]);", ind, d);
+      w.line("{}  const kiln_idx kiln_c = kiln_idx({});", ind,
+             d ? "kiln_rem % kiln_e" : "kiln_rem");
+      if (d) w.line("{}  kiln_rem /= kiln_e;", ind);
+      for (int k = 0; k < s.nparams; ++k)
+        if (is_array(k))
+          w.line("{0}  kiln_oo_{1} += kiln_c * kiln_p_{1}.kiln_s[{2}];", ind, param(k).name, d);
+      w.line("{}}}", ind);
+    }
+  }
+
+  // The elements of vector kiln_i a phase (or the outputs, `use`) reads: registers for cached
+  // leaves, a load for the others; `body` runs before the vector's elements, once per element
+  // kiln_k with in<j> defined, and after them.
+  template <class Body>
+  void element_loop(std::string_view ind, std::uint32_t use, Body&& body) {
+    w.line("#pragma unroll");
+    w.line("{}for (int kiln_i = 0; kiln_i < {}; ++kiln_i) {{", ind, int(s.items));
+    w.line("{}  const kiln_uidx kiln_e0 = (kiln_uidx(kiln_i) * kiln_lanes + kiln_t) * {};", ind,
+           vw());
+    w.line("{}  if (kiln_live && kiln_e0 < kiln_uidx(kiln_n)) {{", ind);
+    for (int j = 0; j < def.nin; ++j)
+      if (is_array(j) && !cached(j) && reads(j, use)) {
+        w.line("{}    {} kiln_u_{}[{}];", ind, ctype(j), j, vw());
+        w.line("{}    kiln_row_load<{}>(kiln_u_{}, {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}]);",
+               ind, vw(), j, row_pointer(j), param(j).name, nd() - 1);
+      }
+    body(std::string(ind) + "    ", At::before);
+    w.line("#pragma unroll");
+    w.line("{}    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, vw());
+    for (int j = 0; j < def.nin; ++j)
+      if (is_array(j) && reads(j, use))
+        w.line("{}      const {} {} = kiln_{}_{}{}[kiln_k];", ind, ctype(j), param(j).name,
+               cached(j) ? "c" : "u", j, cached(j) ? "[kiln_i]" : "");
+    body(std::string(ind) + "      ", At::each);
+    w.line("{}    }}", ind);
+    body(std::string(ind) + "    ", At::after);
+    w.line("{}  }}", ind);
+    w.line("{}}}", ind);
+  }
+
+  void phase(int p) {
+    const char* ind = "    ";
+    const auto& reds = def.reductions;
+    for (std::size_t r = 0; r < reds.size(); ++r) {
+      if (reds[r].phase != p) continue;
+      w.line("{}kiln_r{}::acc kiln_a{} = kiln_r{}::init();", ind, r, r, r);
+      if (keeps(r)) w.line("{}kiln_r{}::T kiln_x{}[{}][{}];", ind, r, r, int(s.items), vw());
+    }
+    element_loop(ind, phase_use(p), [&](const std::string& in, At at) {
+      if (at != At::each) return;
+      for (std::size_t r = 0; r < reds.size(); ++r) {
+        if (reds[r].phase != p) continue;
+        if (keeps(r)) {
+          w.line("{}kiln_x{}[kiln_i][kiln_k] = {};", in, r, reds[r].input);
+          w.line(
+              "{}kiln_r{}::add(kiln_a{}, kiln_r{}::map(kiln_x{}[kiln_i][kiln_k], (long "
+              "long)(kiln_e0 + kiln_k)));",
+              in, r, r, r, r);
+        } else {
+          w.line("{}kiln_r{}::add(kiln_a{}, kiln_r{}::map({}, (long long)(kiln_e0 + kiln_k)));", in,
+                 r, r, r, reds[r].input);
+        }
+      }
+    });
+    // Lanes combine toward lane 0 of their warp (or group); a block's warps then go through
+    // shared memory, where warp 0 combines them; every lane of a row then takes the same
+    // total, so every lane computes the outputs from the same value.
+    auto each = [&](auto&& f) {
+      for (std::size_t r = 0; r < reds.size(); ++r)
+        if (reds[r].phase == p) f(r);
+    };
+    // Trees as loops (not unrolled): the same speed here, and far less code for NVRTC.
+    each([&](std::size_t r) {
+      w.line("#pragma unroll 1");
+      w.line("{}for (int kiln_d = {}; kiln_d > 0; kiln_d >>= 1)", ind,
+             s.group ? "int(kiln_lanes) >> 1" : "16");
+      w.line("{}  kiln_r{}::combine(kiln_a{}, kiln_shfl_down(kiln_a{}, kiln_d, {}));", ind, r, r, r,
+             s.group ? "int(kiln_lanes)" : "32");
+    });
+    if (s.group) {
+      each([&](std::size_t r) {
+        w.line("{}kiln_a{} = kiln_shfl_first(kiln_a{}, int(kiln_lanes));", ind, r, r);
+      });
+    } else {
+      each([&](std::size_t r) {
+        w.line("{}if ((kiln_t & 31) == 0) kiln_sm{}[kiln_t >> 5] = kiln_a{};", ind, r, r);
+      });
+      w.line("{}__syncthreads();", ind);
+      w.line("{}if (kiln_t < 32) {{", ind);
+      each([&](std::size_t r) {
+        w.line("{}  kiln_a{} = kiln_t < (kiln_lanes >> 5) ? kiln_sm{}[kiln_t] : kiln_r{}::init();",
+               ind, r, r, r);
+        w.line("#pragma unroll 1");
+        w.line("{}  for (int kiln_d = 16; kiln_d > 0; kiln_d >>= 1)", ind);
+        w.line("{}    kiln_r{}::combine(kiln_a{}, kiln_shfl_down(kiln_a{}, kiln_d));", ind, r, r,
+               r);
+        w.line("{}  if (kiln_t == 0) kiln_sm{}[32] = kiln_a{};", ind, r, r);
+      });
+      w.line("{}}}", ind);
+      w.line("{}__syncthreads();", ind);
+      each([&](std::size_t r) { w.line("{}kiln_a{} = kiln_sm{}[32];", ind, r, r); });
+    }
+    each([&](std::size_t r) {
+      const std::string ddof =
+          reds[r].ddof >= 0 ? fmt::format("(long long){}", param(reds[r].ddof).name) : "0";
+      w.line("{}kiln_r{}::U kiln_y{};", ind, r, r);
+      w.line("{}kiln_r{}::post(kiln_a{}.v, kiln_y{}, {}, (long long)kiln_n, 1);", ind, r, r, r,
+             ddof);
+      w.line("{}const kiln_r{}::U in{} = kiln_y{};", ind, r, def.nin + int(r), r);
+    });
+  }
+
+  void outputs() {
+    const char* ind = "    ";
+    element_loop(ind, kRowOutputsUse, [&](const std::string& in, At at) {
+      for (int o = 0; o < def.nout; ++o) {
+        const int k = def.nin + o;
+        if (at == At::before) {
+          w.line("{}{} kiln_s{}[{}];", in, ctype(k), o, vw());
+        } else if (at == At::each) {
+          w.line("{}kiln_s{}[kiln_k] = {};", in, o, output_text(o));
+        } else {
+          w.line("{}kiln_store<{}>(reinterpret_cast<{}*>({}) + kiln_e0, kiln_s{});", in, vw(),
+                 ctype(k), row_pointer(k), o);
+        }
+      }
+    });
+  }
+
+  void body() {
+    w.line("  const kiln_uidx kiln_t = threadIdx.x, kiln_lanes = blockDim.x;");
+    if (!s.group)
+      for (std::size_t r = 0; r < def.reductions.size(); ++r)
+        w.line("  __shared__ kiln_r{}::acc kiln_sm{}[33];", r,
+               r);  // a slot per warp, then the total
+    w.line(
+        "  for (kiln_uidx kiln_base = kiln_uidx(blockIdx.x) * blockDim.y; kiln_base < "
+        "kiln_uidx(kiln_m);");
+    w.line("       kiln_base += kiln_uidx(gridDim.x) * blockDim.y) {{");
+    w.line("    const kiln_uidx kiln_row = kiln_base + threadIdx.y;");
+    w.line("    const bool kiln_live = kiln_row < kiln_uidx(kiln_m);");
+    out_offsets("    ");
+    for (int j = 0; j < def.nin; ++j) {
+      if (!cached(j)) continue;
+      w.line("    {} kiln_c_{}[{}][{}];", ctype(j), j, int(s.items), vw());
+      w.line("#pragma unroll");
+      w.line("    for (int kiln_i = 0; kiln_i < {}; ++kiln_i) {{", int(s.items));
+      w.line("      const kiln_uidx kiln_e0 = (kiln_uidx(kiln_i) * kiln_lanes + kiln_t) * {};",
+             vw());
+      w.line("      if (kiln_live && kiln_e0 < kiln_uidx(kiln_n))");
+      w.line(
+          "        kiln_row_load<{}>(kiln_c_{}[kiln_i], {}, kiln_idx(kiln_e0), "
+          "kiln_p_{}.kiln_s[{}]);",
+          vw(), j, row_pointer(j), param(j).name, nd() - 1);
+      w.line("    }}");
+    }
+    for (int p = 0; p < def.nphases; ++p) phase(p);
+    outputs();
+    w.line("  }}");
+  }
+};
+
+}  // namespace
+
+AbiArg row_arg(const RowSpec& s, int k) {
+  if (k == s.nparams || k == s.nparams + 1) return {.kind = AbiKind::index};
+  if (k == s.nparams + 2) return {.kind = AbiKind::dims, .ndim = s.out_ndim + 1};
+  const dtype t = s.param_dtype(k);
+  if (s.kind(k) == OperandKind::scalar) return {.kind = AbiKind::value, .type = t};
+  return {.kind = AbiKind::strided, .type = t, .ndim = s.out_ndim + 1};
+}
+
+int row_arg_count(const RowSpec& s) { return s.nparams + 3; }
+
+std::string emit_rows(const RowDefinition& def, const RowSpec& s) {
+  SourceWriter w(def.name + ".cu");
+  std::string support(device_source("kiln_reduction"));
+  support += device_source("kiln_rows");
+  std::vector<ReductionPart> rparts;
+  for (const auto& r : def.reductions) rparts.push_back(r.part);
+  const std::string parts = reduction_parts_text(rparts);
+  emit_prologue(w, def, s, {def.preamble, parts}, support);
+  w.raw(parts);
+  Emit e{w, def, s};
+  e.signature();
+  e.body();
+  w.line("}}");
+  return w.take();
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,72 @@
+#pragma once
+// kiln::RowKernel: reductions of rows consumed by an elementwise expression of the same rows,
+// as ONE kernel whose every row is read from memory once. Softmax, log-softmax, layer norm
+// and standardising are this shape: max(x) over the row, then sum(exp(x - max)), then
+// exp(x - max) / sum, all within the row. The lazy-expression planner (lazy_expr, fuse.hpp)
+// builds one per expression structure when the row fits on chip; this class is the kernel
+// kind it runs on (the shared call path, the loaded-kernel cache, ahead-of-time specs).
+//
+//   auto x = kiln::lazy(a);                                        // a: (16384, 4096) float32
+//   auto e = kiln::exp(x - kiln::max(x, -1, true));
+//   kiln::ndarray y = e / kiln::sum(e, -1, true);                  // runs a RowKernel
+//   const kiln::RowKernel* k = kiln::aot::row_kernel(e / kiln::sum(e, -1, true));
+//   auto reqs = k->compile_requests({.dtypes = {kiln::float32, kiln::float32}}, 90);
+//
+// A row is the reduced axes of the output's shape; they must collapse to one dim along which
+// every array has unit steps or none (a broadcast array), at most 512 threads x 8 vectors
+// of 16 bytes long; the arrays read in more than one phase are held in registers. Calls take
+// the expression's leaves, then its outputs (arrays of the full shape).
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/row_definition.hpp"
+#include "kiln/codegen/row_spec.hpp"
+#include "kiln/engine/ahead_of_time.hpp"
+#include "kiln/engine/expression.hpp"
+#include "kiln/engine/generated_kernel.hpp"
+#include "kiln/engine/kernel_arg.hpp"
+#include "kiln/engine/kernel_result.hpp"
+#include "kiln/engine/reduction_kernel.hpp"
+
+namespace kiln {
+
+class RowKernel : public generated_kernel<RowKernel, codegen::RowDefinition, codegen::RowSpec> {
+ public:
+  static constexpr const char* kKind = "rows";
+  /// `mask`: the reduced axes of the loop (the outputs' shape).
+  RowKernel(codegen::RowDefinition def, std::uint64_t mask);
+
+  /// k(leaves..., outputs...) (generated_kernel's operator()), then optionally launch_options
+  /// (its block_size is ignored: a row kernel's block is its rows').
+  kernel_result call(std::span<const kernel_arg> args) const;
+  std::uint64_t mask() const noexcept { return mask_; }
+
+  // ---- ahead of time (no GPU needed); also compile_requests, compile_request, source and
+  // compile_for (generated_kernel.hpp) ----
+  /// Every spec a call with arrays of target.dtypes can ask for: output dims 1..max_ndim,
+  /// every vector width, 1, 2, 4 or 8 vectors per thread, a group of lanes or a block per
+  /// row, 32/64-bit indices.
+  std::vector<codegen::RowSpec> specs(const aot_target& target) const;
+  static std::string emit(const codegen::RowDefinition& def, const codegen::RowSpec& spec);
+
+ private:
+  std::uint64_t mask_ = 0;
+};
+
+namespace aot {
+/// The RowKernel that evaluating `e` (an expression with lazy reductions) runs, or nullptr
+/// when its reductions do not fuse with it (they then run as reduction kernels: the fused
+/// reductions of aot::fused_reduction and composite ReductionKernels). Its parameters are
+/// e's distinct leaves (of every reduction's input too), then the output.
+const RowKernel* row_kernel(const expr& e);
+/// The arguments row_kernel(e) takes before its output: e's distinct leaves.
+std::vector<kernel_arg> row_kernel_leaves(const expr& e);
+/// The ONE ReductionKernel that runs `reductions` (2 to 8 lazy reductions of one input shape
+/// and axes, e.g. kiln::mean(x, 0) and kiln::std(x, 0) of a lazy x) together when they are
+/// evaluated in one call (kiln::fuse with several results, or a plan's phase): its parameters
+/// are their inputs' distinct leaves (a ddof as `raw int64`), then one output per reduction.
+const ReductionKernel& multi_reduction(std::span<const expr> reductions);
+}  // namespace aot
+
+}  // namespace kiln

@@ -1,0 +1,156 @@
+#include "rows/row_plan.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "call/kernel_call.hpp"
+#include "kiln/codegen/loop_layout.hpp"
+
+namespace kiln::detail {
+namespace {
+
+using codegen::OperandKind;
+
+constexpr int kMaxLanes = codegen::kMaxRowLanes;
+constexpr int kMaxItems = 8;
+constexpr int kItems = 4;  // preferred: 8 holds longer rows, but doubles the code NVRTC compiles
+constexpr int kGroupThreads = 256;       // a block of lane groups: 256 / lanes rows
+constexpr int kMaxCachedRegisters = 64;  // 32-bit registers a thread spends on cached leaves
+
+std::int64_t pow2_ceil(std::int64_t v) {
+  std::int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
+               std::span<const dtype> types, int nin, int cached_bytes, int sm_count,
+               RowPlan& plan) {
+  auto& spec = plan.spec;
+  spec = {};
+  spec.nparams = std::uint8_t(arrays.size());
+  std::array<int, kMaxParams> ops;
+  int nops = 0;
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    spec.set_param(int(k), types[k], arrays[k] ? OperandKind::array : OperandKind::scalar);
+    if (arrays[k]) ops[std::size_t(nops++)] = int(k);
+  }
+  // Every operand's strides over the kept dims and over the row.
+  Shape kept, row;
+  StackVector<Shape, kMaxParams> ks, rs, full;
+  for (int j = 0; j < nops; ++j) {
+    ks.push_back(Shape{});
+    rs.push_back(Shape{});
+    full.push_back(loop_strides(*arrays[std::size_t(ops[std::size_t(j)])], loop));
+  }
+  for (int d = 0; d < loop.size(); ++d) {
+    const bool reduced = mask >> d & 1;
+    (reduced ? row : kept).push_back(loop[d]);
+    for (int j = 0; j < nops; ++j)
+      (reduced ? rs : ks)[std::size_t(j)].push_back(full[std::size_t(j)][d]);
+  }
+  if (shape_size(loop) == 0) return false;  // nothing to run (the caller has no work either)
+  codegen::collapse_dims(row, rs.span());
+  codegen::collapse_dims(kept, ks.span());
+  if (row.size() > 1) return false;
+  if (row.empty()) {
+    row = Shape{1};
+    for (auto& s : rs.span()) s = Shape{0};
+  }
+  if (kept.empty()) {
+    kept = Shape{1};
+    for (auto& s : ks.span()) s = Shape{0};
+  }
+  plan.n = row[0];
+  plan.m = shape_size(kept);
+  // Along the row: unit steps, or none (a broadcast input).
+  std::int64_t widest = 1;
+  for (int j = 0; j < nops; ++j) {
+    const int k = ops[std::size_t(j)];
+    const auto isz = std::int64_t(types[std::size_t(k)].itemsize());
+    const std::int64_t step = rs[std::size_t(j)][0];
+    if (step != isz && (step != 0 || (k >= nin && plan.n > 1))) return false;
+    if (step) widest = std::max(widest, isz);
+  }
+  int vw = widest < 16 ? int(16 / widest) : 1;
+  auto fits = [&](int w) {
+    if (plan.n % w) return false;
+    for (int j = 0; j < nops; ++j) {
+      const int k = ops[std::size_t(j)];
+      if (rs[std::size_t(j)][0] == 0) continue;  // read one element at a time
+      const auto bytes = std::uint64_t(w) * types[std::size_t(k)].itemsize();
+      if (reinterpret_cast<std::uintptr_t>(arrays[std::size_t(k)]->data()) % bytes) return false;
+      for (auto s : ks[std::size_t(j)])
+        if (std::uint64_t(std::abs(s)) % bytes) return false;
+    }
+    return true;
+  };
+  while (vw > 1 && !fits(vw)) vw /= 2;
+  // Lanes and vectors per thread: four vectors each (8 past 512 lanes), more lanes while the
+  // rows would leave the GPU's threads idle or the registers held would spill. A group of up
+  // to 32 lanes per row (several rows per block) or a block.
+  const std::int64_t nvec = plan.n / vw;
+  const std::int64_t wave = std::int64_t(sm_count) * 2048;
+  std::int64_t lanes =
+      std::clamp<std::int64_t>(pow2_ceil((nvec + kItems - 1) / kItems), 1, kMaxLanes);
+  while (plan.m * lanes < wave && lanes < kMaxLanes && lanes * 2 * 4 <= nvec) lanes *= 2;
+  if (lanes > 32) lanes = std::max<std::int64_t>(lanes, 64);
+  std::int64_t items = pow2_ceil((nvec + lanes - 1) / lanes);
+  auto registers = [&] { return items * vw * cached_bytes / 4; };
+  while ((items > kMaxItems || registers() > kMaxCachedRegisters) && lanes < kMaxLanes) {
+    lanes = std::max<std::int64_t>(lanes * 2, 64);
+    items = pow2_ceil((nvec + lanes - 1) / lanes);
+  }
+  if (items > kMaxItems || registers() > kMaxCachedRegisters) return false;
+  spec.vector_width = std::uint8_t(vw);
+  spec.items = std::uint8_t(items);
+  spec.group = lanes <= 32;
+  spec.out_ndim = std::uint8_t(kept.size());
+  plan.lanes = int(lanes);
+  plan.rows_per_block = spec.group ? kGroupThreads / int(lanes) : 1;
+  plan.grid = std::uint32_t(std::clamp<std::int64_t>(
+      (plan.m + plan.rows_per_block - 1) / plan.rows_per_block, 1, 0x7fffffff));
+  plan.dims = kept;
+  plan.dims.push_back(plan.n);
+  plan.strides.clear();
+  std::int64_t span = 0;
+  for (int j = 0; j < nops; ++j) {
+    const int k = ops[std::size_t(j)];
+    plan.slot[std::size_t(k)] = std::int8_t(j);
+    Shape& st = plan.strides.push_back(ks[std::size_t(j)]);
+    st.push_back(rs[std::size_t(j)][0]);
+    span = std::max(
+        span, codegen::byte_span(plan.dims, st, std::int64_t(types[std::size_t(k)].itemsize())));
+  }
+  spec.index_bits = std::uint8_t(codegen::choose_index_bits(plan.m * plan.n, span));
+  return true;
+}
+
+int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray* const> arrays,
+                     std::span<const dtype> types) {
+  int bytes = 0;
+  for (int j = 0; j < def.nin; ++j)
+    if (arrays[std::size_t(j)] && __builtin_popcount(def.leaf_use[std::size_t(j)]) > 1)
+      bytes += int(types[std::size_t(j)].itemsize());
+  return bytes;
+}
+
+void pack_rows(std::span<const ndarray* const> arrays,
+               std::span<const std::array<std::byte, 16>> values, std::span<const dtype> types,
+               const RowPlan& plan, KernelArgs& args) {
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    if (!arrays[k]) {
+      args.put_value(types[k], values[k].data());
+      continue;
+    }
+    const Shape& st = plan.strides[std::size_t(plan.slot[k])];
+    args.put_strided(arrays[k]->data(), st.data(), st.size());
+  }
+  args.put_index(plan.m);
+  args.put_index(plan.n);
+  args.put_dims(plan.dims.data(), plan.dims.size());
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,45 @@
+#pragma once
+// The row kind's plan: from the loop shape, the reduced-axes mask and the arrays to a
+// RowSpec (output dims collapsed, the row as one dim, vector width, lanes and vectors per
+// thread) and its launch geometry, or "does not fit" (the planner then runs the reductions
+// as reduction kernels instead). The same function decides both, so they always agree.
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "call/kernel_args.hpp"
+#include "call/stack_vector.hpp"
+#include "kiln/codegen/row_definition.hpp"
+#include "kiln/codegen/row_spec.hpp"
+#include "kiln/runtime/ndarray.hpp"
+
+namespace kiln::detail {
+
+using codegen::kMaxParams;
+
+struct RowPlan {
+  codegen::RowSpec spec;
+  Shape dims;                              // collapsed output dims, then the row
+  StackVector<Shape, kMaxParams> strides;  // per array operand, over dims
+  std::array<std::int8_t, kMaxParams> slot;
+  std::int64_t m = 0, n = 0;  // rows, row length
+  int lanes = 1, rows_per_block = 1;
+  std::uint32_t grid = 1;
+};
+
+/// Plans a row kernel over `loop` whose reduced axes are `mask`, for the parameters' arrays
+/// (nullptr: a scalar) and dtypes; `cached_bytes`: the bytes of one element of every leaf
+/// the kernel keeps in registers; `sm_count`: the GPU's multiprocessors. False when the layout does not fit: the reduced axes do not
+/// collapse to one dim with unit or no steps for every array (unit for outputs), or the row
+/// is longer than 1024 threads hold without spilling.
+bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
+               std::span<const dtype> types, int nin, int cached_bytes, int sm_count, RowPlan& plan);
+/// Bytes of one element of every leaf a row kernel keeps in registers (an array read in two
+/// phases or more, as the emitter decides), for a call's arrays and dtypes.
+int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray* const> arrays,
+                     std::span<const dtype> types);
+/// Packs the kernel arguments (codegen::row_arg order).
+void pack_rows(std::span<const ndarray* const> arrays, std::span<const std::array<std::byte, 16>> values,
+               std::span<const dtype> types, const RowPlan& plan, KernelArgs& args);
+
+}  // namespace kiln::detail

@@ -1,0 +1,254 @@
+// Lazy reductions on a GPU (lazy_expr, kiln::fuse): softmax, log-softmax, layer norm,
+// standardising over batch axes and batch statistics against float64 host references on
+// random data, outputs poisoned first; both plans (one row kernel; passes of composite
+// reductions), in place, float16 and float64 rows.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+#include "support/test_support.hpp"
+
+using namespace kiln;
+
+namespace {
+
+ndarray poisoned(const Shape& shape, dtype t) {
+  ndarray a(shape, t);
+  std::vector<unsigned char> bytes(a.nbytes(), 0x5A);
+  if (!bytes.empty()) a.copy_from_host(bytes.data());
+  return a;
+}
+
+ndarray random_f32(const Shape& shape, std::vector<float>& host, double lo = -3, double hi = 3) {
+  host = test::random_vector<float>(std::size_t(shape_size(shape)), lo, hi);
+  return asarray(host, shape);
+}
+
+std::vector<double> host_softmax(const std::vector<float>& x, std::int64_t rows, std::int64_t n,
+                                 bool log_form) {
+  std::vector<double> out(x.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* v = &x[std::size_t(r * n)];
+    double m = v[0], s = 0;
+    for (std::int64_t k = 0; k < n; ++k) m = std::max(m, double(v[k]));
+    for (std::int64_t k = 0; k < n; ++k) s += std::exp(double(v[k]) - m);
+    for (std::int64_t k = 0; k < n; ++k)
+      out[std::size_t(r * n + k)] =
+          log_form ? double(v[k]) - m - std::log(s) : std::exp(double(v[k]) - m) / s;
+  }
+  return out;
+}
+
+std::vector<double> host_layer_norm(const std::vector<float>& x, std::int64_t rows, std::int64_t n,
+                                    const std::vector<float>& g, const std::vector<float>& b,
+                                    double eps) {
+  std::vector<double> out(x.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* v = &x[std::size_t(r * n)];
+    double m = 0, q = 0;
+    for (std::int64_t k = 0; k < n; ++k) m += v[k];
+    m /= double(n);
+    for (std::int64_t k = 0; k < n; ++k) q += (v[k] - m) * (v[k] - m);
+    q /= double(n);
+    for (std::int64_t k = 0; k < n; ++k)
+      out[std::size_t(r * n + k)] =
+          (v[k] - m) / std::sqrt(q + eps) * g[std::size_t(k)] + b[std::size_t(k)];
+  }
+  return out;
+}
+
+template <class T>
+double to_double(const T& v) {
+  if constexpr (std::is_same_v<T, half>)
+    return double(float(v));
+  else
+    return double(v);
+}
+
+template <class T = float>
+std::size_t mismatches(const ndarray& got, const std::vector<double>& want, double abs_tol,
+                       double rel_tol) {
+  const auto h = got.get<T>();
+  REQUIRE(h.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t k = 0; k < h.size(); ++k)
+    if (!(std::abs(to_double(h[k]) - want[k]) <= abs_tol + rel_tol * std::abs(want[k])) &&
+        bad++ == 0)
+      first = k;
+  if (bad)
+    WARN("first mismatch at " << first << ": got " << to_double(h[first]) << ", want "
+                              << want[first]);
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("softmax and log-softmax over the last axis match the host for short, long and odd rows",
+          "[ops][gpu]") {
+  for (Shape shape : {Shape{257, 4096}, Shape{1000, 37}, Shape{64, 8192}, Shape{33, 16384},
+                      Shape{5000, 4}, Shape{3, 300001}}) {
+    INFO(shape.str());
+    std::vector<float> h;
+    const ndarray a = random_f32(shape, h);
+    const auto x = lazy(a);
+    const auto e = exp(x - max(x, -1, true));
+    ndarray y = poisoned(shape, float32);
+    eval_into(e / sum(e, -1, true), y);
+    CHECK(mismatches(y, host_softmax(h, shape[0], shape[1], false), 1e-7, 1e-5) == 0);
+    ndarray ls = poisoned(shape, float32);
+    eval_into((x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true)), ls);
+    CHECK(mismatches(ls, host_softmax(h, shape[0], shape[1], true), 1e-5, 1e-5) == 0);
+  }
+}
+
+TEST_CASE("kiln::fuse runs softmax and layer norm written with NumPy's functions", "[ops][gpu]") {
+  const Shape shape{512, 1024};
+  std::vector<float> h, hg, hb;
+  const ndarray a = random_f32(shape, h), g = random_f32({1024}, hg, 0.5, 2),
+                b = random_f32({1024}, hb);
+  const auto softmax = fuse([](auto x) {
+    auto e = kiln::exp(x - kiln::max(x, -1, true));
+    return e / kiln::sum(e, -1, true);
+  });
+  const ndarray s = softmax(a);
+  CHECK(mismatches(s, host_softmax(h, 512, 1024, false), 1e-7, 1e-5) == 0);
+  CHECK(mismatches(softmax(a), host_softmax(h, 512, 1024, false), 1e-7, 1e-5) == 0);  // a cache hit
+  const auto layer_norm = fuse([](auto x, auto gamma, auto beta, double eps) {
+    return (x - kiln::mean(x, -1, true)) / kiln::sqrt(kiln::var(x, -1, true) + eps) * gamma + beta;
+  });
+  const ndarray y = layer_norm(a, g, b, 1e-5);
+  CHECK(y.dtype() == float32);
+  CHECK(mismatches(y, host_layer_norm(h, 512, 1024, hg, hb, 1e-5), 1e-4, 1e-4) == 0);
+  // In place: x is read by its reductions and written by the same kernel.
+  ndarray c = copy(a);
+  fuse([](auto& x) { x = (x - kiln::mean(x, -1, true)) / kiln::std(x, -1, true); })(c);
+  std::vector<float> ones(1024, 1.0f), zeros(1024, 0.0f);
+  CHECK(mismatches(c, host_layer_norm(h, 512, 1024, ones, zeros, 0.0), 1e-4, 1e-4) == 0);
+}
+
+TEST_CASE("layer norm of float16 and float64 rows matches the host", "[ops][gpu]") {
+  const std::int64_t rows = 300, n = 768;
+  std::vector<float> h, hg, hb;
+  const ndarray a = random_f32({rows, n}, h), g = random_f32({n}, hg, 0.5, 2),
+                b = random_f32({n}, hb);
+  const auto want = host_layer_norm(h, rows, n, hg, hb, 1e-5);
+  {
+    const auto x = lazy(a.astype(float64));
+    const ndarray y = (x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5) * g + b;
+    CHECK(y.dtype() == float64);
+    CHECK(mismatches<double>(y, want, 1e-9, 1e-9) == 0);
+  }
+  {
+    const ndarray ah = a.astype(float16);
+    std::vector<float> hh;
+    for (half v : ah.get<half>()) hh.push_back(float(v));
+    const auto x = lazy(ah);
+    const ndarray y = (x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g.astype(float16) +
+                      b.astype(float16);
+    CHECK(y.dtype() == float16);
+    std::vector<float> gh, bh;
+    for (half v : g.astype(float16).get<half>()) gh.push_back(float(v));
+    for (half v : b.astype(float16).get<half>()) bh.push_back(float(v));
+    CHECK(mismatches<half>(y, host_layer_norm(hh, rows, n, gh, bh, 1e-5), 1e-2, 1e-2) == 0);
+  }
+}
+
+TEST_CASE("standardising over batch axes and batch statistics run in the fewest passes",
+          "[ops][gpu]") {
+  // Over axis 0 of (N, D): rows along a strided axis, so a reduction pass then one elementwise.
+  const Shape shape{300, 257};
+  std::vector<float> h;
+  const ndarray a = random_f32(shape, h, 5, 9);
+  const auto x = lazy(a);
+  ndarray z = poisoned(shape, float32);
+  eval_into((x - mean(x, 0, true)) / kiln::std(x, 0, true), z);
+  std::vector<double> want(h.size());
+  for (std::int64_t c = 0; c < 257; ++c) {
+    double m = 0, q = 0;
+    for (std::int64_t r = 0; r < 300; ++r) m += h[std::size_t(r * 257 + c)];
+    m /= 300;
+    for (std::int64_t r = 0; r < 300; ++r)
+      q += (h[std::size_t(r * 257 + c)] - m) * (h[std::size_t(r * 257 + c)] - m);
+    const double sd = std::sqrt(q / 300);
+    for (std::int64_t r = 0; r < 300; ++r)
+      want[std::size_t(r * 257 + c)] = (h[std::size_t(r * 257 + c)] - m) / sd;
+  }
+  CHECK(mismatches(z, want, 1e-4, 1e-4) == 0);
+
+  // Batch-norm statistics of NCHW: both in one pass (one multi-output reduction kernel).
+  const Shape nchw{8, 16, 10, 10};
+  std::vector<float> hn;
+  const ndarray an = random_f32(nchw, hn, 1, 5);
+  const auto stats = fuse([](auto v) {
+    return std::make_tuple(kiln::mean(v, {0, 2, 3}), kiln::var(v, {0, 2, 3}, false, {.ddof = 1}));
+  });
+  const auto [m, v] = stats(an);
+  REQUIRE(m.shape() == Shape{16});
+  const auto hm = m.get<float>(), hv = v.get<float>();
+  for (std::int64_t c = 0; c < 16; ++c) {
+    double s = 0, q = 0;
+    for (std::int64_t n = 0; n < 8; ++n)
+      for (std::int64_t k = 0; k < 100; ++k) s += hn[std::size_t((n * 16 + c) * 100 + k)];
+    const double mu = s / 800;
+    for (std::int64_t n = 0; n < 8; ++n)
+      for (std::int64_t k = 0; k < 100; ++k) {
+        const double d = hn[std::size_t((n * 16 + c) * 100 + k)] - mu;
+        q += d * d;
+      }
+    CHECK(std::abs(hm[std::size_t(c)] - mu) <= 1e-5 * mu);
+    CHECK(std::abs(hv[std::size_t(c)] - q / 799) <= 1e-4 * q / 799);
+  }
+  // Normalising NCHW over (0, 2, 3) with the statistics: rows of (N, H, W) do not merge.
+  const auto xn = lazy(an);
+  ndarray bn = poisoned(nchw, float32);
+  eval_into((xn - mean(xn, {0, 2, 3}, true)) * 2, bn);
+  const auto hbn = bn.get<float>();
+  std::size_t bad = 0;
+  for (std::int64_t c = 0; c < 16; ++c)
+    for (std::int64_t n = 0; n < 8; ++n)
+      for (std::int64_t k = 0; k < 100; ++k) {
+        const std::size_t i = std::size_t((n * 16 + c) * 100 + k);
+        bad += std::abs(hbn[i] - (hn[i] - hm[std::size_t(c)]) * 2) > 1e-4;
+      }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("reductions over different axes in one expression and reductions as results evaluate",
+          "[ops][gpu]") {
+  const Shape shape{40, 70};
+  std::vector<float> h;
+  const ndarray a = random_f32(shape, h);
+  const auto x = lazy(a);
+  const ndarray y = x - mean(x, -1, true) + max(x, 0, true);
+  const auto hy = y.get<float>();
+  std::size_t bad = 0;
+  for (std::int64_t r = 0; r < 40; ++r) {
+    double m = 0;
+    for (std::int64_t c = 0; c < 70; ++c) m += h[std::size_t(r * 70 + c)];
+    m /= 70;
+    for (std::int64_t c = 0; c < 70; ++c) {
+      double mx = -1e30;
+      for (std::int64_t q = 0; q < 40; ++q) mx = std::max(mx, double(h[std::size_t(q * 70 + c)]));
+      bad += std::abs(hy[std::size_t(r * 70 + c)] - (h[std::size_t(r * 70 + c)] - m + mx)) > 1e-4;
+    }
+  }
+  CHECK(bad == 0);
+  // A reduction as the result, and a reduction of a reduction's expression.
+  const ndarray total = sum(x * 2);
+  double s = 0;
+  for (float v : h) s += v;
+  CHECK(std::abs(total.get<float>()[0] - 2 * s) <= 1e-3 * (1 + std::abs(s)));
+  const ndarray nested = sum(x - mean(x, -1, true), -1);
+  for (float v : nested.get<float>()) CHECK(std::abs(v) < 1e-4);
+  // An eager reduction of an expression holding a lazy one: the lazy one runs first.
+  const ndarray eager = kiln::max(expr(x - max(x, -1, true)), -1);
+  for (float v : eager.get<float>()) CHECK(v == 0.0f);
+  // ddof is a value, not structure: two calls share one kernel and differ.
+  const ndarray v0 = x / var(x, -1, true), v1 = x / var(x, -1, true, {.ddof = 1});
+  const auto h0 = v0.get<float>(), h1 = v1.get<float>();
+  for (std::size_t k = 0; k < h0.size(); ++k) CHECK(std::abs(h1[k] / h0[k] - 69.0 / 70.0) < 1e-4);
+}

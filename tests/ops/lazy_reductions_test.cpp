@@ -1,0 +1,228 @@
+// Lazy reductions (lazy_expr, kiln::fuse): what the planner builds for softmax, layer norm and
+// statistics, the row layouts it accepts, and every new kernel (row kernels, composite
+// reductions, var_mean) compiled by NVRTC for sm_90. No GPU: trees are built over arrays with
+// no memory, and nothing here is evaluated.
+#include <catch2/catch.hpp>
+
+#include "kiln/cache/compile_cache.hpp"
+#include "kiln/engine/row_kernel.hpp"
+#include "kiln/kiln.hpp"
+#include "rows/row_plan.hpp"
+#include "support/test_support.hpp"
+
+using namespace kiln;
+
+namespace {
+
+// An array view with no memory: trees and plans read only its shape, strides and address.
+ndarray no_memory(const Shape& s, dtype t) {
+  return ndarray(nullptr, s, c_strides(s, std::int64_t(t.itemsize())), 0, t);
+}
+
+// The dtypes of a row kernel's parameters and which are scalars, from its leaves.
+aot_target row_target(const expr& e, dtype out) {
+  aot_target t;
+  const auto leaves = aot::row_kernel_leaves(e);
+  for (std::size_t k = 0; k < leaves.size(); ++k) {
+    if (leaves[k].is_array()) {
+      t.dtypes.push_back(leaves[k].array().dtype());
+    } else {
+      t.dtypes.push_back(aot::row_kernel(e)->definition().params[k].fixed);
+      t.scalar_inputs.push_back(int(k));
+    }
+  }
+  t.dtypes.push_back(out);
+  t.max_ndim = 1;
+  t.index64 = false;
+  return t;
+}
+
+void compile_some(const RowKernel& k, const aot_target& t) {
+  const auto specs = k.specs(t);
+  REQUIRE(!specs.empty());
+  // Both ends of the enumeration (narrow group, wide block) and one in the middle.
+  for (std::size_t i : {std::size_t(0), specs.size() / 2, specs.size() - 1}) {
+    const auto req = k.compile_request(specs[i], 90);
+    INFO(req.source);
+    CHECK_NOTHROW(cache::compile_cached(req));
+  }
+}
+
+bool plan(const Shape& loop, std::uint64_t mask, std::vector<ndarray> arrays, int nin,
+          detail::RowPlan& p) {
+  std::vector<const ndarray*> ptrs;
+  std::vector<dtype> types;
+  for (const auto& a : arrays) ptrs.push_back(&a), types.push_back(a.dtype());
+  return detail::plan_rows(loop, mask, ptrs, types, nin, int(arrays[0].itemsize()), 132, p);
+}
+
+}  // namespace
+
+TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compiles for sm_90",
+          "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  const ndarray a = no_memory({64, 4096}, float32);
+  const auto x = lazy(a);
+  const auto e = exp(x - max(x, -1, true));
+  const lazy_expr softmax = e / sum(e, -1, true);
+  const RowKernel* k = aot::row_kernel(softmax);
+  REQUIRE(k);
+  CHECK(k->definition().nphases == 2);  // max, then the sum that reads it
+  CHECK(k->mask() == 0b10);
+  compile_some(*k, row_target(softmax, float32));
+  {  // exp(x - max) is computed once per element: the sum phase keeps it for the outputs
+    const auto t = row_target(softmax, float32);
+    const auto specs = k->specs(t);
+    std::size_t kept = 0;
+    for (const auto& sp : specs) {
+      const std::string src = k->source(sp);
+      if (src.find("kiln_x1[kiln_i][kiln_k] = ") == std::string::npos) continue;
+      ++kept;
+      const std::size_t out = src.find("kiln_s0[kiln_k] = ");
+      REQUIRE(out != std::string::npos);
+      CHECK(src.substr(out, src.find('\n', out) - out).find("exp(") == std::string::npos);
+    }
+    CHECK(kept > 0);  // (not every spec: 8 vectors of float4 would hold too many registers)
+  }
+
+  const lazy_expr log_softmax =
+      (x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true));
+  const RowKernel* ls = aot::row_kernel(log_softmax);
+  REQUIRE(ls);
+  compile_some(*ls, row_target(log_softmax, float32));
+
+  const ndarray g = no_memory({4096}, float32), b = no_memory({4096}, float32);
+  const lazy_expr norm = (x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b;
+  const RowKernel* ln = aot::row_kernel(norm);
+  REQUIRE(ln);
+  // var inside a row is NumPy's two passes over the registers: the mean (shared with the
+  // numerator's, planned once), then the sum of squared deviations that reads it.
+  CHECK(ln->definition().nphases == 2);
+  CHECK(ln->definition().reductions.size() == 2);
+  compile_some(*ln, row_target(norm, float32));
+
+  // float16 rows (computed in float32) and float64 rows compile too.
+  for (dtype t : {float16, float64}) {
+    const auto y = lazy(no_memory({8, 300}, t));
+    const lazy_expr s = exp(y - max(y, -1, true)) / sum(exp(y - max(y, -1, true)), -1, true);
+    const RowKernel* r = aot::row_kernel(s);
+    REQUIRE(r);
+    compile_some(*r, row_target(s, s.dtype()));
+  }
+}
+
+TEST_CASE("reductions over other axes or without keepdims do not plan as rows", "[ops]") {
+  const auto x = lazy(no_memory({64, 256, 8}, float32));
+  CHECK(aot::row_kernel(x - mean(x, 1, true)));       // a middle axis is a row too
+  CHECK(aot::row_kernel(x - mean(x, {0, 2}, true)));  // several axes
+  CHECK(aot::row_kernel(x / sum(x)));                 // every axis, 0-d
+  CHECK_FALSE(aot::row_kernel(x - mean(x, -1, true) + max(x, 0, true)));  // two axis sets
+  CHECK_FALSE(aot::row_kernel(mean(x, -1) + 1));  // no keepdims: a smaller output
+  CHECK_FALSE(aot::row_kernel(x * 2));            // no reduction
+}
+
+TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a block", "[ops]") {
+  detail::RowPlan p;
+  // softmax rows of 4096 float32: a block of 256 lanes, 4 float4 each.
+  REQUIRE(plan({16384, 4096}, 0b10,
+               {no_memory({16384, 4096}, float32), no_memory({16384, 4096}, float32)}, 1, p));
+  CHECK(p.spec.vector_width == 4);
+  CHECK(p.spec.items == 4);
+  CHECK(p.spec.group == 0);
+  CHECK(p.lanes == 256);
+  CHECK(p.m == 16384);
+  CHECK(p.n == 4096);
+  // Rows of 16384: 512 lanes of 8 float4 each.
+  REQUIRE(plan({64, 16384}, 0b10,
+               {no_memory({64, 16384}, float32), no_memory({64, 16384}, float32)}, 1, p));
+  CHECK(p.lanes == 512);
+  CHECK(p.spec.items == 8);
+  // Short rows: groups of lanes, several rows per block.
+  REQUIRE(plan({100000, 64}, 0b10,
+               {no_memory({100000, 64}, float32), no_memory({100000, 64}, float32)}, 1, p));
+  CHECK(p.spec.group == 1);
+  CHECK(p.lanes == 4);
+  CHECK(p.rows_per_block == 64);
+  CHECK(p.spec.items == 4);
+  // A broadcast input (g of layer norm) moves along the row; a per-row input does not.
+  REQUIRE(plan({512, 1024}, 0b10,
+               {no_memory({512, 1024}, float32), no_memory({1024}, float32),
+                no_memory({512, 1}, float32), no_memory({512, 1024}, float32)},
+               3, p));
+  CHECK(p.strides[1][1] == 4);
+  CHECK(p.strides[2][1] == 0);
+  // Rows along a strided axis, or longer than a block holds, do not fit.
+  CHECK_FALSE(plan({4096, 64}, 0b01,
+                   {no_memory({4096, 64}, float32), no_memory({4096, 64}, float32)}, 1, p));
+  CHECK_FALSE(plan({4, 1 << 20}, 0b10,
+                   {no_memory({4, 1 << 20}, float32), no_memory({4, 1 << 20}, float32)}, 1, p));
+  // Rows over two axes that merge (the last two of NCHW's H, W) are one row.
+  REQUIRE(plan({8, 16, 28, 28}, 0b1100,
+               {no_memory({8, 16, 28, 28}, float32), no_memory({8, 16, 28, 28}, float32)}, 1, p));
+  CHECK(p.n == 28 * 28);
+  CHECK(p.m == 8 * 16);
+}
+
+TEST_CASE("reductions evaluated together compile as one multi-output reduction kernel", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  const auto x = lazy(no_memory({64, 256, 56, 56}, float32));
+  const expr stats[] = {mean(x, {0, 2, 3}), var(x, {0, 2, 3}, false, {.ddof = 1}),
+                        max(x * x, {0, 2, 3})};
+  const ReductionKernel& k = aot::multi_reduction(stats);
+  CHECK(k.nout() == 3);
+  // x, the ddof (a raw int64 scalar), then the outputs.
+  const auto specs = k.specs({.dtypes = {float32, int64, float32, float32, float32},
+                              .scalar_inputs = {1},
+                              .max_ndim = 2,
+                              .index64 = false});
+  for (std::size_t i : {std::size_t(0), specs.size() / 2, specs.size() - 1}) {
+    const auto req = k.compile_request(specs[i], 90);
+    INFO(req.source);
+    CHECK_NOTHROW(cache::compile_cached(req));
+  }
+  const expr mixed[] = {mean(x, {0, 2, 3}), mean(x, 1)};
+  CHECK_THROWS_AS(aot::multi_reduction(mixed), ValueError);
+}
+
+TEST_CASE("lazy reductions check axes, dtypes and empty inputs when they are built", "[ops]") {
+  const auto x = lazy(no_memory({0, 3}, float32));
+  KILN_CHECK_THROWS(max(x, 0, true), ValueError,
+                    Catch::Contains("operation maximum which has no identity"));
+  KILN_CHECK_THROWS(sum(x, 2, true), ValueError, Catch::Contains("axis 2 is out of bounds"));
+  KILN_CHECK_THROWS(var(lazy(no_memory({4}, complex64))), TypeError, Catch::Contains("complex"));
+  KILN_CHECK_THROWS(var_mean(x, 0, false, {.out = no_memory({3}, float32)}), TypeError,
+                    Catch::Contains("no out"));
+  const lazy_expr s = sum(x, 0, true);  // empty rows sum to 0: fine
+  CHECK(s.shape() == Shape{1, 3});
+  CHECK(s.dtype() == float32);
+  CHECK(mean(lazy(no_memory({2, 3}, int32)), 1, true).dtype() == float64);  // NumPy's dtypes
+  // Reductions of a lazy_expr stay lazy; of an expr they run (tested on the GPU).
+  static_assert(std::is_same_v<decltype(sum(x)), lazy_expr>);
+  static_assert(std::is_same_v<decltype(x + 1), lazy_expr>);
+  static_assert(std::is_same_v<decltype(exp(x) * expr(no_memory({3}, float32))), lazy_expr>);
+  static_assert(std::is_same_v<decltype(sum(expr(no_memory({3}, float32)))), ndarray>);
+}
+
+TEST_CASE("var_mean and std_mean compile for sm_90 for every real dtype class", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  for (const ReductionKernel* k : aot::builtin_reductions()) {
+    if (k->name() != "kiln_var_mean" && k->name() != "kiln_std_mean") continue;
+    for (auto [in, out] : std::vector<std::pair<dtype, dtype>>{{bool_, float64},
+                                                               {int16, float64},
+                                                               {float16, float16},
+                                                               {float32, float32},
+                                                               {float64, float64}}) {
+      INFO(k->name() << " " << in.name());
+      const auto specs = k->specs(
+          {.dtypes = {in, int64, out, out}, .scalar_inputs = {1}, .max_ndim = 2, .index64 = false});
+      for (std::size_t i : {std::size_t(0), specs.size() / 3, specs.size() - 1}) {
+        const auto req = k->compile_request(specs[i], 90);
+        INFO(req.source);
+        CHECK_NOTHROW(cache::compile_cached(req));
+      }
+    }
+  }
+}
