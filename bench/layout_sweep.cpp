@@ -737,7 +737,8 @@ void run_reduction(Case& c, Rng& r, std::uint64_t seed) {
     // elements do): compare the rounded value, not the exact one.
     if (c.op == "sum") want = stored(want, res.dtype());
     const double g = got[std::size_t(j)];
-    const double err = std::isinf(want) ? (g == want ? 0.0 : HUGE_VAL) : std::fabs(g - want) / scale;
+    const double err =
+        std::isinf(want) ? (g == want ? 0.0 : HUGE_VAL) : std::fabs(g - want) / scale;
     c.max_error = std::max(c.max_error, err);
     ok = ok && (c.op == "argmax" ? err == 0 : err <= tol);
   }
