@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
+#include "graph/capture_record.hpp"
 #include "kiln/codegen/type_resolution.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
@@ -39,13 +42,14 @@ void check_argument_count(const KernelCall& c, std::span<const kernel_arg> args)
   const auto& def = c.def;
   for (const auto& a : args)
     if (a.is_options())
-      throw TypeError(fmt::format("kernel '{}': launch_options must be the last argument", def.name));
+      throw TypeError(
+          fmt::format("kernel '{}': launch_options must be the last argument", def.name));
   const auto n = args.size();
   if (n != std::size_t(def.nin) && n != std::size_t(c.nparams))
-    throw TypeError(fmt::format(
-        "kernel '{}' takes {} argument{} ({}), or {} with the output{} ({}); got {}", def.name,
-        def.nin, def.nin == 1 ? "" : "s", param_names(def, 0, def.nin), c.nparams,
-        def.nout == 1 ? "" : "s", param_names(def, def.nin, c.nparams), n));
+    throw TypeError(
+        fmt::format("kernel '{}' takes {} argument{} ({}), or {} with the output{} ({}); got {}",
+                    def.name, def.nin, def.nin == 1 ? "" : "s", param_names(def, 0, def.nin),
+                    c.nparams, def.nout == 1 ? "" : "s", param_names(def, def.nin, c.nparams), n));
 }
 
 void bind_arguments(KernelCall& c, std::span<const kernel_arg> args) {
@@ -54,9 +58,10 @@ void bind_arguments(KernelCall& c, std::span<const kernel_arg> args) {
     if (args[k].is_array()) {
       const ndarray& a = args[k].array();
       if (!a.defined())
-        throw ValueError(fmt::format("kernel '{}': argument '{}' is an empty ndarray handle (default-"
-                                     "constructed, no data); pass an array",
-                                     c.def.name, c.param_name(int(k))));
+        throw ValueError(
+            fmt::format("kernel '{}': argument '{}' is an empty ndarray handle (default-"
+                        "constructed, no data); pass an array",
+                        c.def.name, c.param_name(int(k))));
       c.arrays[k] = &a;
       info[k] = {a.dtype(), true};
     } else {
@@ -87,16 +92,18 @@ void decide_loop_shape(KernelCall& c, bool with_outputs) {
   for (int k = 0; k < (with_outputs ? c.nparams : c.def.nin); ++k)
     if (c.arrays[k] && !c.is_raw(k)) shapes[n++] = &c.arrays[k]->shape();
   if (n > 0 && c.options.size >= 0)
-    throw ValueError(fmt::format("kernel '{}': size= is only allowed when every array argument "
-                                 "is raw (the loop shape here comes from the arguments)",
-                                 c.def.name));
+    throw ValueError(
+        fmt::format("kernel '{}': size= is only allowed when every array argument "
+                    "is raw (the loop shape here comes from the arguments)",
+                    c.def.name));
   if (n > 0) {
     c.shape = broadcast_shapes(std::span<const Shape* const>(shapes.data(), n));
   } else {
     if (c.options.size < 0)
-      throw ValueError(fmt::format("kernel '{}': loop size is undecided: no non-raw array "
-                                   "argument fixes it; pass launch_options{{.size = n}}",
-                                   c.def.name));
+      throw ValueError(
+          fmt::format("kernel '{}': loop size is undecided: no non-raw array "
+                      "argument fixes it; pass launch_options{{.size = n}}",
+                      c.def.name));
     c.shape = Shape{c.options.size};
   }
   c.size = shape_size(c.shape);
@@ -107,21 +114,23 @@ void check_outputs(const KernelCall& c, bool given, const Shape& shape, const ch
     const auto& name = c.param_name(k);
     if (!given) {
       if (c.is_raw(k) && c.options.size < 0)
-        throw ValueError(fmt::format("kernel '{}': the size of raw output '{}' is undecided; pass "
-                                     "the output array",
-                                     c.def.name, name));
+        throw ValueError(
+            fmt::format("kernel '{}': the size of raw output '{}' is undecided; pass "
+                        "the output array",
+                        c.def.name, name));
       continue;
     }
     if (c.is_raw(k)) continue;
     const ndarray& a = *c.arrays[k];
     if (!(a.shape() == shape))
-      throw ShapeError(fmt::format("kernel '{}': output '{}' has shape {} but {} {}",
-                                   c.def.name, name, a.shape().str(), shape_from, shape.str()));
+      throw ShapeError(fmt::format("kernel '{}': output '{}' has shape {} but {} {}", c.def.name,
+                                   name, a.shape().str(), shape_from, shape.str()));
     for (int d = 0; d < a.ndim(); ++d)
       if (a.strides()[d] == 0 && a.shape()[d] > 1)
-        throw ValueError(fmt::format("kernel '{}': output '{}' has a zero stride (a broadcast "
-                                     "view); its elements overlap",
-                                     c.def.name, name));
+        throw ValueError(
+            fmt::format("kernel '{}': output '{}' has a zero stride (a broadcast "
+                        "view); its elements overlap",
+                        c.def.name, name));
   }
 }
 
@@ -134,7 +143,8 @@ void prepare_outputs(KernelCall& c, kernel_result& result, bool given, const Sha
     const dtype t = c.types[k];
     auto buffer = std::make_shared<Buffer>(std::size_t(shape_size(shape)) * t.itemsize(), c.device,
                                            allocation_stream(c));
-    result.push_back(ndarray(std::move(buffer), shape, c_strides(shape, std::int64_t(t.itemsize())), 0, t));
+    result.push_back(
+        ndarray(std::move(buffer), shape, c_strides(shape, std::int64_t(t.itemsize())), 0, t));
   }
   for (int k = c.def.nin; k < c.nparams; ++k) c.arrays[k] = &result[std::size_t(k - c.def.nin)];
 }
@@ -153,18 +163,19 @@ void choose_device(KernelCall& c) {
   c.device = current_device();
   if (c.options.stream) {
     if (c.options.stream->device() != c.device)
-      throw ValueError(fmt::format(
-          "kernel '{}': the stream belongs to device {} but device {} is current", c.def.name,
-          c.options.stream->device(), c.device));
+      throw ValueError(
+          fmt::format("kernel '{}': the stream belongs to device {} but device {} is current",
+                      c.def.name, c.options.stream->device(), c.device));
     c.stream = c.options.stream->handle();
   } else {
     c.stream = current_stream_handle(c.device);
   }
   for (int k = 0; k < c.nparams; ++k)
     if (c.arrays[k] && c.arrays[k]->size() > 0 && c.arrays[k]->device() != c.device)
-      throw ValueError(fmt::format("kernel '{}': argument '{}' is on device {}, not on the "
-                                   "current device {}",
-                                   c.def.name, c.param_name(k), c.arrays[k]->device(), c.device));
+      throw ValueError(
+          fmt::format("kernel '{}': argument '{}' is on device {}, not on the "
+                      "current device {}",
+                      c.def.name, c.param_name(k), c.arrays[k]->device(), c.device));
 }
 
 Stream allocation_stream(const KernelCall& c) {
@@ -173,9 +184,10 @@ Stream allocation_stream(const KernelCall& c) {
 
 void check_block(const KernelCall& c, unsigned threads, const cache::LoadedKernel& k) {
   if (int(threads) > k.max_threads_per_block)
-    throw ValueError(fmt::format("kernel '{}': block_size {} is more than this kernel allows on "
-                                 "device {} ({})",
-                                 c.def.name, threads, c.device, k.max_threads_per_block));
+    throw ValueError(
+        fmt::format("kernel '{}': block_size {} is more than this kernel allows on "
+                    "device {} ({})",
+                    c.def.name, threads, c.device, k.max_threads_per_block));
 }
 
 // ---- inputs that overlap an output ----
@@ -217,6 +229,15 @@ void copy_overlapping_inputs(KernelCall& c, std::vector<ndarray>& copies, CopyAr
       break;
     }
   }
+}
+
+void record_launch(const KernelCall& c, void* const* argv, std::size_t argc) {
+  std::array<ArgInfo, kMaxParams> roles{};
+  for (int k = 0; k < c.nparams; ++k)
+    roles[std::size_t(k)] =
+        c.arrays[k] ? ArgInfo{ArgRole::array, c.types[k]} : ArgInfo{ArgRole::scalar, c.types[k]};
+  record_node(c.stream, c.def.name, std::span(roles.data(), std::size_t(c.nparams)), argv, argc,
+              /*waits=*/true);
 }
 
 }  // namespace kiln::detail

@@ -40,13 +40,13 @@
 #include <vector>
 
 #include "call/kernel_args.hpp"
-#include "graph/capture_record.hpp"
 #include "kiln/cache/loaded_kernels.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"  // OperandKind, shared by every kind's spec
 #include "kiln/codegen/kernel_definition.hpp"
 #include "kiln/engine/kernel_arg.hpp"
 #include "kiln/engine/kernel_result.hpp"
 #include "kiln/engine/launch_options.hpp"
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/memory.hpp"
 #include "kiln/runtime/stream.hpp"
 
@@ -126,6 +126,10 @@ void check_block(const KernelCall& c, unsigned threads, const cache::LoadedKerne
 Stream allocation_stream(const KernelCall& c);
 /// Strides of `a` over `loop` (0 on broadcast axes).
 Shape loop_strides(const ndarray& a, const Shape& loop);
+/// Inside a graph capture, after the launch of call `c` with arguments `argv`: the new
+/// kernel node is recorded with its parameters' roles (c's arrays and scalars, in order; what
+/// follows them, sizes, shapes and workspaces, stays as captured), for graph::update.
+void record_launch(const KernelCall& c, void* const* argv, std::size_t argc);
 
 /// Sets parameter k of a kind's spec when it is a scalar or a raw array (their kinds are the
 /// same for every kernel kind); false for a loop array, which the kind's plan decides.

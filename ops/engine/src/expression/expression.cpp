@@ -4,20 +4,20 @@
 // streams are all that path's).
 #include "kiln/engine/expression.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <new>
 #include <type_traits>
 
-#include <fmt/format.h>
-
+#include "expression/expression_tree.hpp"
 #include "kiln/cache/memory_cache.hpp"
-#include "kiln/runtime/error.hpp"
 #include "kiln/codegen/expression_emitter.hpp"
 #include "kiln/codegen/op_table.hpp"
 #include "kiln/engine/fused_reduction.hpp"
-#include "expression/expression_tree.hpp"
+#include "kiln/runtime/error.hpp"
 
 namespace kiln {
 namespace detail {
@@ -90,14 +90,15 @@ struct node_allocator {
     NodeCache<sizeof(T)>::give(p);
   }
   template <class U>
-  bool operator==(const node_allocator<U>&) const noexcept { return true; }
+  bool operator==(const node_allocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 template <class Node = expr_node, class... A>
 std::shared_ptr<Node> new_node(A&&... a) {
   return std::allocate_shared<Node>(node_allocator<Node>{}, std::forward<A>(a)...);
 }
-
 
 operand_type type_of(const operand& o) {
   if (!o.is_scalar) return {o.node()->type};
@@ -115,7 +116,8 @@ std::string shapes_text(std::span<const operand> ops) {
 // ---- generating the kernel for one structure (the miss path) ----
 Flat flatten_roots(std::span<const node_ptr> roots, const Walk& w) {
   Flat f;
-  for (const auto& r : roots) f.roots.push_back(flatten(w, r.get(), f, [](const expr_node*) { return -1; }));
+  for (const auto& r : roots)
+    f.roots.push_back(flatten(w, r.get(), f, [](const expr_node*) { return -1; }));
   for (int j = 0; j < w.nleaves; ++j) f.leaf_types.push_back(w.leaves[std::size_t(j)]->type);
   return f;
 }
@@ -126,14 +128,15 @@ std::unique_ptr<ElementwiseKernel> make_kernel(std::span<const node_ptr> roots, 
   elementwise_kernel_options o;
   o.preamble = std::move(t.helpers);
   o.return_tuple = roots.size() > 1;
-  return std::make_unique<ElementwiseKernel>(t.in_params, t.out_params, std::move(t.code), "kiln_expr",
-                                             std::move(o));
+  return std::make_unique<ElementwiseKernel>(t.in_params, t.out_params, std::move(t.code),
+                                             "kiln_expr", std::move(o));
 }
 
 const ElementwiseKernel& kernel_for(std::span<const node_ptr> roots, const Walk& w) {
-  auto& table = cache::process_table<std::unique_ptr<ElementwiseKernel>, struct expression_kernels>();
+  auto& table =
+      cache::process_table<std::unique_ptr<ElementwiseKernel>, struct expression_kernels>();
   return *table.get_or_create(hash128(w.bytes.data(), w.nbytes),
-                                 [&] { return make_kernel(roots, w); });
+                              [&] { return make_kernel(roots, w); });
 }
 
 // ---- splitting ----
@@ -147,21 +150,19 @@ void recount(expr_node& n) {
     if (c) n.nodes += c->nodes, n.leaves += c->leaves, n.reductions += c->reductions;
 }
 
-// n itself when it fits (no reference count taken), else its split copy, kept in `hold`.
+}  // namespace
+
 const node_ptr& fitted(const node_ptr& n, node_ptr& hold) {
   if (fits(*n)) return n;
   hold = fit(n);
   return hold;
 }
 
-// Runs `roots` as one kernel (planned with their reductions, if they have any).
 kernel_result run(std::span<const node_ptr> roots, ndarray* outs) {
   for (const auto& r : roots)
     if (r->reductions) return run_with_reductions(roots, outs);
   return run_elementwise(roots, outs);
 }
-
-}  // namespace
 
 node_ptr array_leaf(const ndarray& a) { return new_node<expr_array_leaf>(a); }
 
@@ -174,8 +175,9 @@ node_ptr scalar_leaf(const scalar& v, dtype t) {
   return n;
 }
 
-node_ptr reduce_node(const reduction_code& code, const node_ptr& input, std::uint64_t mask, bool keepdims,
-                     dtype type, std::optional<std::int64_t> ddof, node_ptr in_rows) {
+node_ptr reduce_node(const reduction_code& code, const node_ptr& input, std::uint64_t mask,
+                     bool keepdims, dtype type, std::optional<std::int64_t> ddof,
+                     node_ptr in_rows) {
   auto n = new_node();
   n->k = expr_node::kind::reduce;
   n->code = &code;
@@ -234,9 +236,6 @@ kernel_result run_elementwise(std::span<const node_ptr> roots, ndarray* outs) {
   return k.call(std::span<const kernel_arg>(args, n));
 }
 
-namespace {
-
-// The node bound at the loop dtype's range: its smallest or largest value.
 scalar bound_of(dtype t, bool largest) {
   const int bits = int(t.itemsize()) * 8;
   if (t.kind() == 'u')
@@ -246,6 +245,8 @@ scalar bound_of(dtype t, bool largest) {
       bits == 64 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t(1) << (bits - 1)) - 1;
   return largest ? scalar(hi) : scalar(-hi - 1);
 }
+
+namespace {
 
 // A comparison of an integer array with an int beyond its dtype's range has one answer for
 // every element (uint8 < -1 is false, uint8 != 300 true), as NumPy 2 gives it: the node
@@ -380,39 +381,6 @@ expr make_cast(const operand& a, dtype t) {
   return expr(std::move(n));
 }
 
-// NumPy's clip (numpy/_core/_methods.py): for an integer array, a Python int bound at or past
-// the dtype's range is dropped before the ufunc sees it, so it never raises; a bound left is
-// converted as maximum/minimum convert it (and one out of range there raises).
-expr make_clip(const operand& a, const operand& lo, const operand& hi) {
-  const dtype t = a.node()->type;
-  // Whether bound b is a C++ integer at or past the range's end on its side (NumPy drops
-  // min <= iinfo.min and max >= iinfo.max).
-  auto beyond = [&](const operand& b, bool upper) {
-    if (!t.is_integer() || !b.is_scalar) return false;
-    const auto k = b.value.value_kind();
-    if (k != scalar::kind::signed_integer && k != scalar::kind::unsigned_integer) return false;
-    if (!b.value.fits(t)) return b.value.is_negative() != upper;
-    std::array<std::byte, 8> v, end;
-    b.value.store_as(t, v.data());
-    bound_of(t, upper).store_as(t, end.data());
-    return std::memcmp(v.data(), end.data(), t.itemsize()) == 0;
-  };
-  const bool no_lo = beyond(lo, false), no_hi = beyond(hi, true);
-  if (no_lo && no_hi) {
-    const operand ops[] = {a};
-    return make_op(op_id::positive, ops);
-  }
-  if (no_lo) {
-    const operand ops[] = {a, hi};
-    return make_op(op_id::minimum, ops);
-  }
-  const operand ops[] = {a, lo};
-  const expr m = make_op(op_id::maximum, ops);
-  if (no_hi) return m;
-  const operand outer[] = {operand(m), hi};
-  return make_op(op_id::minimum, outer);
-}
-
 void assign_in_place(ndarray& target, op_id id, const operand& rhs) {
   const operand ops[] = {operand(target), rhs};
   const expr e = make_op(id, ops);
@@ -456,69 +424,6 @@ std::vector<ndarray> eval(std::span<const expr> outputs) {
     return out;
   }
   return detail::run(roots, nullptr).to_vector();
-}
-
-namespace detail {
-namespace {
-
-// e as it is stored into `out`: broadcast to out's shape, cast with NumPy's same_kind rule.
-// A new root (a cast or a split) is kept in `hold`.
-const node_ptr& into(const expr& e, const ndarray& out, node_ptr& hold) {
-  if (!out.defined())
-    throw ValueError("eval_into: the output is an empty ndarray handle (default-constructed)");
-  if (e.shape() != out.shape()) {
-    const Shape loop = broadcast_shapes({out.shape(), e.shape()});
-    if (loop != out.shape())
-      throw ValueError(fmt::format("non-broadcastable output operand with shape {} doesn't match "
-                                   "the broadcast shape {}",
-                                   out.shape().str(), loop.str()));
-  }
-  if (e.dtype() == out.dtype()) return fitted(e.node_ptr(), hold);
-  if (!can_cast_same_kind(e.dtype(), out.dtype()))
-    throw TypeError(fmt::format(
-        "Cannot cast {} output from {} to {} with casting rule 'same_kind'",
-        e.node().k == expr_node::kind::op       ? op_info(e.node().op).name
-        : e.node().k == expr_node::kind::reduce ? std::string_view(e.node().code->name)
-                                                : std::string_view("array"),
-        e.dtype(), out.dtype()));
-  hold = fit(e.astype(out.dtype()).node_ptr());
-  return hold;
-}
-
-}  // namespace
-
-void eval_into_many(std::span<const expr> exprs, std::span<ndarray> outs) {
-  if (exprs.size() != outs.size())
-    throw ValueError(fmt::format("eval_into: {} expressions for {} outputs", exprs.size(), outs.size()));
-  std::vector<node_ptr> roots;
-  std::uint32_t nodes = 0, leaves = 0;
-  bool one_shape = true;
-  for (std::size_t k = 0; k < exprs.size(); ++k) {
-    node_ptr hold;
-    roots.push_back(into(exprs[k], outs[k], hold));  // every check before any work
-    nodes += roots.back()->nodes;
-    leaves += roots.back()->leaves + 1;
-    one_shape = one_shape && outs[k].shape() == outs[0].shape();
-  }
-  if (roots.empty()) return;
-  if (one_shape && nodes <= kMaxNodes && leaves <= kMaxLeaves && roots.size() <= 16) {
-    run(roots, outs.data());
-    return;
-  }
-  // Separate kernels: results first, so no output is written before an expression reads it.
-  std::vector<ndarray> tmp;
-  for (std::size_t k = 0; k < roots.size(); ++k) tmp.push_back(expr(roots[k]).eval());
-  for (std::size_t k = 0; k < roots.size(); ++k) {
-    const node_ptr leaf = array_leaf(tmp[k]);
-    run(std::span(&leaf, 1), &outs[k]);
-  }
-}
-
-}  // namespace detail
-
-void eval_into(const expr& e, ndarray& out) {
-  detail::node_ptr hold;
-  detail::run(std::span(&detail::into(e, out, hold), 1), &out);
 }
 
 Hash128 expression_key(const expr& e) {

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "kiln/codegen/expression_emitter.hpp"
-
 #include "kiln/engine/expression.hpp"
 #include "kiln/engine/kernel_result.hpp"
 
@@ -82,7 +81,6 @@ inline void walk_roots(std::span<const node_ptr> roots, Walk& w) {
   }
 }
 
-
 // The trees as codegen sees them: nodes in post-order, leaves as their parameter index.
 struct Flat {
   std::vector<codegen::ExpressionNode> nodes;
@@ -116,14 +114,22 @@ node_ptr scalar_leaf(const scalar& v, dtype t);
 /// A reduce node: `code` over `input`'s axes `mask`, giving `type`; ddof: the row's, if it
 /// takes one (a scalar leaf, so its value is an argument, not structure); in_rows: the same
 /// values as an expression a row kernel computes better (child[2]), if any.
-node_ptr reduce_node(const reduction_code& code, const node_ptr& input, std::uint64_t mask, bool keepdims,
-                     dtype type, std::optional<std::int64_t> ddof, node_ptr in_rows = {});
+node_ptr reduce_node(const reduction_code& code, const node_ptr& input, std::uint64_t mask,
+                     bool keepdims, dtype type, std::optional<std::int64_t> ddof,
+                     node_ptr in_rows = {});
 /// A copy of operator or reduce node `n` with other children (same shapes and dtypes).
 node_ptr with_children(const expr_node& n, const std::array<node_ptr, 3>& children);
 /// n, or a copy whose too-large subtrees were evaluated into temporaries.
 node_ptr fit(const node_ptr& n);
 
+/// The smallest or largest value of integer dtype t.
+scalar bound_of(dtype t, bool largest);
+/// n itself when it fits (no reference count taken), else its split copy, kept in `hold`.
+const node_ptr& fitted(const node_ptr& n, node_ptr& hold);
+
 // ---- evaluation ----
+/// Runs `roots` as one kernel (planned with their reductions, if they have any).
+kernel_result run(std::span<const node_ptr> roots, ndarray* outs);
 /// Runs `roots` (no reduce node in them) as one elementwise kernel; outputs are allocated,
 /// or outs (one per root).
 kernel_result run_elementwise(std::span<const node_ptr> roots, ndarray* outs);

@@ -9,7 +9,6 @@
 #include <array>
 #include <cstring>
 
-#include "call/kernel_call.hpp"
 #include "kiln/runtime/detail/driver_api.hpp"
 
 namespace kiln::detail {
@@ -86,15 +85,6 @@ void record_node(cudaStream_t stream, std::string_view name, std::span<const Arg
   } catch (const std::exception& e) {
     give_up(e.what());
   }
-}
-
-void record_launch(const KernelCall& c, void* const* argv, std::size_t argc) {
-  std::array<ArgInfo, kMaxParams> roles{};
-  for (int k = 0; k < c.nparams; ++k)
-    roles[std::size_t(k)] =
-        c.arrays[k] ? ArgInfo{ArgRole::array, c.types[k]} : ArgInfo{ArgRole::scalar, c.types[k]};
-  record_node(c.stream, c.def.name, std::span(roles.data(), std::size_t(c.nparams)), argv, argc,
-              /*waits=*/true);
 }
 
 void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<const raw_arg> args,

@@ -1,14 +1,14 @@
 #pragma once
 // Internal: what the engine's launch paths tell a capture. After each kiln kernel launch, a
 // call path that sees this thread capturing (one thread-local load otherwise) calls
-// record_launch; the recorder reads the kernel node CUDA just added to the capture (its
-// function, geometry and parameter bytes) and keeps it with the role of each parameter, so
-// graph::update can change arrays and scalars later. Recording never fails a launch: a node
-// it cannot read makes the graph's updates unavailable (graph::update says why).
+// record_node (the call template through record_launch, kernel_call.hpp); the recorder reads the
+// kernel node CUDA just added to the capture (its function, geometry and parameter bytes) and keeps
+// it with the role of each parameter, so graph::update can change arrays and scalars later.
+// Recording never fails a launch: a node it cannot read makes the graph's updates unavailable
+// (graph::update says why).
 //
-//   loaded.function.launch(grid, block, kargs.argv(), 0, c.stream);
-//   if (kiln::detail::thread_capture()) kiln::detail::record_launch(c, kargs.argv(),
-//   kargs.count());
+//   fn.launch(grid, block, argv, shared, stream);
+//   if (kiln::detail::thread_capture()) kiln::detail::record_raw_launch(name, stream, args, argv);
 #include <cuda_runtime_api.h>
 
 #include <span>
@@ -23,8 +23,6 @@
 
 namespace kiln::detail {
 
-struct KernelCall;
-
 /// The kernels one capture recorded (ThreadCapture::recorder points at it).
 struct CaptureRecorder {
   KernelNodes nodes;
@@ -32,11 +30,6 @@ struct CaptureRecorder {
   std::unordered_map<void*, std::vector<ParamSlot>> layouts;  // per CUfunction
 };
 
-/// After the launch of call `c` with arguments `argv` (an ElementwiseKernel or ReductionKernel
-/// call, which is also how expressions and fused reductions run): its parameters are c's
-/// arrays and scalars, in order; what follows them (sizes, shapes, workspaces) stays as
-/// captured.
-void record_launch(const KernelCall& c, void* const* argv, std::size_t argc);
 /// After a RawKernel launch of `name` on `stream`.
 void record_raw_launch(std::string_view name, cudaStream_t stream, std::span<const raw_arg> args,
                        void* const* argv);  // args.size() entries

@@ -15,7 +15,8 @@
 //                                        ElementwiseKernel::make_spec for one exact layout
 //   RawKernel, RawModule                 compile_requests(arch)
 //   kiln::aot::expression_kernel(e), aot::expression_leaves(e)      (engine/expression.hpp)
-//   kiln::fused_reduction_kernel(code, e)                           (engine/fused_reduction.hpp)
+//   kiln::fused_reduction_kernel(code, e), aot::row_kernel(e),
+//   aot::row_kernel_leaves(e), aot::multi_reduction(rs)             (engine/fused_reduction.hpp)
 //   kiln::aot::builtin_reductions(), aot::fused_reduction(e, name)  (library/reductions.hpp)
 #include <cstdint>
 #include <optional>
@@ -33,10 +34,11 @@ namespace kiln {
 /// One layout of an elementwise kernel, spelled out (an advanced, exact choice).
 struct elementwise_layout {
   codegen::Layout layout = codegen::Layout::contiguous;
-  int ndim = 1;          // strided: planned dims, 1..32; tiled: 2..32 (batch axes, rows, cols)
-  int index_bits = 32;   // 32 or 64
-  int vector_width = 1;  // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array dtype
-  int raw_ndim = 1;      // ndim of every raw array parameter, 0..32
+  int ndim = 1;         // strided: planned dims, 1..32; tiled: 2..32 (batch axes, rows, cols)
+  int index_bits = 32;  // 32 or 64
+  int vector_width =
+      1;             // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array dtype
+  int raw_ndim = 1;  // ndim of every raw array parameter, 0..32
   /// tiled: bit k set = parameter k (an array) runs fastest along the rows (a transposed
   /// view) and moves through shared memory; at least one.
   std::uint64_t staged = 0;
@@ -60,11 +62,5 @@ struct aot_target {
   /// ndim of raw array parameters (variants are not enumerated over it).
   int raw_ndim = 1;
 };
-
-namespace detail {
-/// The compile request of one generated kernel (its name and NVRTC options from `def`).
-cache::CompileRequest make_compile_request(const codegen::KernelDefinition& def, std::string_view kind,
-                                           std::string source, int arch);
-}  // namespace detail
 
 }  // namespace kiln

@@ -39,10 +39,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "kiln/codegen/kernel_definition.hpp"
-#include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/codegen/expression_emitter.hpp"
 #include "kiln/codegen/expression_op.hpp"
+#include "kiln/codegen/kernel_definition.hpp"
+#include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/engine/kernel_arg.hpp"
 #include "kiln/runtime/hash128.hpp"
 #include "kiln/runtime/ndarray.hpp"
@@ -64,9 +64,9 @@ struct expr_node {
   enum class kind : std::uint8_t { array, scalar, op, reduce };
   kind k = kind::op;
   codegen::op_id op = codegen::op_id::add;
-  dtype type;     // the node's dtype (a scalar leaf: the dtype its op converts it to)
-  dtype compute;  // op nodes: the dtype the device expression computes in
-  Shape shape;    // broadcast shape (a scalar: ())
+  dtype type;                // the node's dtype (a scalar leaf: the dtype its op converts it to)
+  dtype compute;             // op nodes: the dtype the device expression computes in
+  Shape shape;               // broadcast shape (a scalar: ())
   std::uint32_t nodes = 1;   // nodes in this subtree
   std::uint32_t leaves = 0;  // leaf occurrences in this subtree (bounds its parameters)
   std::uint32_t reductions = 0;  // reduce nodes in this subtree
@@ -102,12 +102,14 @@ inline const ndarray& expr_node::array() const noexcept {
 /// node is borrowed (the expression outlives the operator call), an array gets a new leaf:
 /// building a tree then takes one reference count per child, not three.
 struct operand {
-  operand(const ndarray& a);                                 // NOLINT
-  operand(const expr& e) noexcept;                           // NOLINT
+  operand(const ndarray& a);        // NOLINT
+  operand(const expr& e) noexcept;  // NOLINT
   template <kernel_scalar T>
   operand(T v) : is_scalar(true), value(v) {}  // NOLINT
-  const std::shared_ptr<const expr_node>& node() const noexcept { return borrowed ? *borrowed : leaf; }
-  std::shared_ptr<const expr_node> leaf;                     // an array's new leaf
+  const std::shared_ptr<const expr_node>& node() const noexcept {
+    return borrowed ? *borrowed : leaf;
+  }
+  std::shared_ptr<const expr_node> leaf;                       // an array's new leaf
   const std::shared_ptr<const expr_node>* borrowed = nullptr;  // an expression's node
   bool is_scalar = false;
   scalar value{false};
@@ -115,7 +117,6 @@ struct operand {
 
 expr make_op(codegen::op_id id, std::span<const operand> operands);
 expr make_cast(const operand& a, dtype t);
-expr make_clip(const operand& a, const operand& lo, const operand& hi);
 void assign_in_place(ndarray& target, codegen::op_id id, const operand& rhs);
 
 }  // namespace detail
@@ -177,8 +178,7 @@ inline lazy_expr lazy(const expr& e) { return lazy_expr(e); }
 /// Arrays and expressions: what makes an operator build an expression.
 template <class T>
 concept array_like = std::same_as<std::remove_cvref_t<T>, ndarray> ||
-                     std::same_as<std::remove_cvref_t<T>, expr> ||
-                     std::same_as<std::remove_cvref_t<T>, lazy_expr>;
+    std::same_as<std::remove_cvref_t<T>, expr> || std::same_as<std::remove_cvref_t<T>, lazy_expr>;
 
 namespace detail {
 /// lazy_expr when an operand is one (its reductions stay lazy), expr otherwise.
@@ -191,7 +191,7 @@ template <class T>
 concept expr_operand = array_like<T> || kernel_scalar<T>;
 /// Two operands of which at least one is an array or expression.
 template <class A, class B>
-concept expr_operands = expr_operand<A> && expr_operand<B> && (array_like<A> || array_like<B>);
+concept expr_operands = expr_operand<A> && expr_operand<B> &&(array_like<A> || array_like<B>);
 
 // ---- evaluation and introspection (advanced) ----
 
@@ -234,11 +234,11 @@ void bind_expression(const expr& e, expression_binding& b);
 }  // namespace detail
 
 // ---- operators: array/expression with array/expression/scalar, either side ----
-#define KILN_EXPR_BINARY(OP, ID)                                              \
-  template <class A, class B>                                                 \
-    requires expr_operands<A, B>                                              \
-  detail::expr_result_t<A, B> operator OP(const A& a, const B& b) {           \
-    const detail::operand ops[] = {detail::operand(a), detail::operand(b)};   \
+#define KILN_EXPR_BINARY(OP, ID)                                                  \
+  template <class A, class B>                                                     \
+  requires expr_operands<A, B> detail::expr_result_t<A, B>                        \
+  operator OP(const A& a, const B& b) {                                           \
+    const detail::operand ops[] = {detail::operand(a), detail::operand(b)};       \
     return detail::expr_result_t<A, B>(detail::make_op(codegen::op_id::ID, ops)); \
   }
 KILN_EXPR_BINARY(+, add)
@@ -259,10 +259,10 @@ KILN_EXPR_BINARY(<<, left_shift)
 KILN_EXPR_BINARY(>>, right_shift)
 #undef KILN_EXPR_BINARY
 
-#define KILN_EXPR_UNARY(OP, ID)                                   \
-  template <array_like A>                                         \
-  detail::expr_result_t<A> operator OP(const A& a) {              \
-    const detail::operand ops[] = {detail::operand(a)};           \
+#define KILN_EXPR_UNARY(OP, ID)                                                \
+  template <array_like A>                                                      \
+  detail::expr_result_t<A> operator OP(const A& a) {                           \
+    const detail::operand ops[] = {detail::operand(a)};                        \
     return detail::expr_result_t<A>(detail::make_op(codegen::op_id::ID, ops)); \
   }
 KILN_EXPR_UNARY(-, negative)
@@ -275,17 +275,17 @@ KILN_EXPR_UNARY(!, logical_not)
 // On an ndarray: runs now (NumPy's same_kind casting into x's dtype; y broadcasts to x's
 // shape). On an expr: rebinds it to the new expression (inside kiln::fuse, an argument taken
 // by reference and changed this way is written back to its array).
-#define KILN_EXPR_IN_PLACE(OP, ID)                                       \
-  template <expr_operand B>                                              \
-  ndarray& operator OP(ndarray& x, const B& y) {                         \
-    detail::assign_in_place(x, codegen::op_id::ID, detail::operand(y));   \
-    return x;                                                            \
-  }                                                                      \
-  template <expr_operand B>                                              \
-  expr& operator OP(expr& x, const B& y) {                               \
+#define KILN_EXPR_IN_PLACE(OP, ID)                                          \
+  template <expr_operand B>                                                 \
+  ndarray& operator OP(ndarray& x, const B& y) {                            \
+    detail::assign_in_place(x, codegen::op_id::ID, detail::operand(y));     \
+    return x;                                                               \
+  }                                                                         \
+  template <expr_operand B>                                                 \
+  expr& operator OP(expr& x, const B& y) {                                  \
     const detail::operand ops[] = {detail::operand(x), detail::operand(y)}; \
-    x = detail::make_op(codegen::op_id::ID, ops);                         \
-    return x;                                                            \
+    x = detail::make_op(codegen::op_id::ID, ops);                           \
+    return x;                                                               \
   }
 KILN_EXPR_IN_PLACE(+=, add)
 KILN_EXPR_IN_PLACE(-=, subtract)

@@ -17,12 +17,13 @@
 #include "kiln/engine/expression.hpp"
 #include "kiln/engine/reduce_options.hpp"
 #include "kiln/engine/reduction_kernel.hpp"
+#include "kiln/engine/row_kernel.hpp"
 
 namespace kiln {
 
 /// A reduction as code over one input element `x` of placeholder type T into one output
-/// `U y` (or the outputs `out` names), in ReductionKernel's terms. Rows must have static storage duration: a row's
-/// address keys its kernels, so a hit hashes a pointer, never text.
+/// `U y` (or the outputs `out` names), in ReductionKernel's terms. Rows must have static storage
+/// duration: a row's address keys its kernels, so a hit hashes a pointer, never text.
 struct reduction_code {
   const char* name = "";         // the kernel's name (a fused kernel's is name + "_expr")
   const char* in = "T x";        // "T x", or "T x, raw int64 ddof"
@@ -61,7 +62,23 @@ inline void reduce_expression(const reduction_code& code, const expr& e, const s
 /// the row is in registers (var as NumPy's two-pass formula: two cheap sums rather than one
 /// costly merge). Checks nothing beyond its own arguments (the library's reductions check
 /// axes, dtypes and empty inputs first); the row must have one output.
-lazy_expr reduce_lazily(const reduction_code& code, const expr& e, std::uint64_t mask, bool keepdims, dtype type,
-                        const std::int64_t* ddof = nullptr, const expr* in_rows = nullptr);
+lazy_expr reduce_lazily(const reduction_code& code, const expr& e, std::uint64_t mask,
+                        bool keepdims, dtype type, const std::int64_t* ddof = nullptr,
+                        const expr* in_rows = nullptr);
+
+namespace aot {
+/// The RowKernel that evaluating `e` (an expression with lazy reductions) runs, or nullptr
+/// when its reductions do not fuse with it (they then run as reduction kernels: the fused
+/// reductions of aot::fused_reduction and composite ReductionKernels). Its parameters are
+/// e's distinct leaves (of every reduction's input too), then the output.
+const RowKernel* row_kernel(const expr& e);
+/// The arguments row_kernel(e) takes before its output: e's distinct leaves.
+std::vector<kernel_arg> row_kernel_leaves(const expr& e);
+/// The ONE ReductionKernel that runs `reductions` (2 to 8 lazy reductions of one input shape
+/// and axes, e.g. kiln::mean(x, 0) and kiln::std(x, 0) of a lazy x) together when they are
+/// evaluated in one call (kiln::fuse with several results, or a plan's phase): its parameters
+/// are their inputs' distinct leaves (a ddof as `raw int64`), then one output per reduction.
+const ReductionKernel& multi_reduction(std::span<const expr> reductions);
+}  // namespace aot
 
 }  // namespace kiln

@@ -11,17 +11,25 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "kiln/cache/binary.hpp"
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/cache/compile_request.hpp"
+#include "kiln/codegen/kernel_definition.hpp"
 #include "kiln/engine/ahead_of_time.hpp"
 #include "kiln/engine/kernel_arg.hpp"
 #include "kiln/engine/kernel_result.hpp"
 
 namespace kiln {
+
+namespace detail {
+/// The compile request of one generated kernel (its name and NVRTC options from `def`).
+cache::CompileRequest make_compile_request(const codegen::KernelDefinition& def,
+                                           std::string_view kind, std::string source, int arch);
+}  // namespace detail
 
 template <class Kernel, class Definition, class Spec>
 class generated_kernel {

@@ -12,18 +12,21 @@
 
 namespace kiln {
 
-#define KILN_EXPR_FN1(NAME, ID)                                   \
-  template <array_like A>                                         \
-  detail::expr_result_t<A> NAME(const A& a) {                     \
-    const detail::operand ops[] = {detail::operand(a)};           \
+namespace detail {
+expr make_clip(const operand& a, const operand& lo, const operand& hi);
+}  // namespace detail
+
+#define KILN_EXPR_FN1(NAME, ID)                                                \
+  template <array_like A>                                                      \
+  detail::expr_result_t<A> NAME(const A& a) {                                  \
+    const detail::operand ops[] = {detail::operand(a)};                        \
     return detail::expr_result_t<A>(detail::make_op(codegen::op_id::ID, ops)); \
   }
-#define KILN_EXPR_FN2(NAME, ID)                                             \
-  template <class A, class B>                                               \
-    requires expr_operands<A, B>                                            \
-  detail::expr_result_t<A, B> NAME(const A& a, const B& b) {                \
-    const detail::operand ops[] = {detail::operand(a), detail::operand(b)}; \
-    return detail::expr_result_t<A, B>(detail::make_op(codegen::op_id::ID, ops)); \
+#define KILN_EXPR_FN2(NAME, ID)                                                           \
+  template <class A, class B>                                                             \
+  requires expr_operands<A, B> detail::expr_result_t<A, B> NAME(const A& a, const B& b) { \
+    const detail::operand ops[] = {detail::operand(a), detail::operand(b)};               \
+    return detail::expr_result_t<A, B>(detail::make_op(codegen::op_id::ID, ops));         \
   }
 
 KILN_EXPR_FN2(add, add)

@@ -7,17 +7,19 @@
 //
 //   kiln::raw_arg args[] = {x, std::int64_t(n), 2.5f, kiln::launch_options{.shared_mem = 1024}};
 //   kiln::type_name<std::int64_t>();   // "int64_t": how messages spell a C++ type
+#include <concepts>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
 
-#include "kiln/engine/kernel_result.hpp"
 #include "kiln/engine/launch_options.hpp"
 #include "kiln/runtime/half.hpp"
 #include "kiln/runtime/ndarray.hpp"
 #include "kiln/runtime/scalar.hpp"
 
 namespace kiln {
+
+class kernel_result;  // kernel_result.hpp
 namespace detail {
 template <class T>
 constexpr std::string_view pretty_type_name() {
@@ -74,7 +76,9 @@ class raw_arg {
         align_(alignof(void*)),
         type_("ndarray (a device pointer)"),
         is_array_(true) {}
-  raw_arg(const kernel_result& r) noexcept : raw_arg(r.array()) {}  // NOLINT
+  /// A kernel call's result: its one output (a template, so this header needs only the name).
+  template <std::same_as<kernel_result> R>
+  raw_arg(const R& r) noexcept : raw_arg(r.array()) {}  // NOLINT
   /// The trailing per-launch options (shared_mem, stream).
   raw_arg(const launch_options& o) noexcept : options_(&o) {}  // NOLINT
   /// Any other trivially copyable value, by its bytes.

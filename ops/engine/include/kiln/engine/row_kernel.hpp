@@ -9,8 +9,9 @@
 //   auto x = kiln::lazy(a);                                        // a: (16384, 4096) float32
 //   auto e = kiln::exp(x - kiln::max(x, -1, true));
 //   kiln::ndarray y = e / kiln::sum(e, -1, true);                  // runs a RowKernel
-//   const kiln::RowKernel* k = kiln::aot::row_kernel(e / kiln::sum(e, -1, true));
-//   auto reqs = k->compile_requests({.dtypes = {kiln::float32, kiln::float32}}, 90);
+//   const kiln::RowKernel* k = kiln::aot::row_kernel(e / kiln::sum(e, -1, true));  //
+//   fused_reduction.hpp auto reqs = k->compile_requests({.dtypes = {kiln::float32, kiln::float32}},
+//   90);
 //
 // A row is the reduced axes of the output's shape; they must collapse to one dim along which
 // every array has unit steps or none (a broadcast array), at most 512 threads x 8 vectors
@@ -23,7 +24,6 @@
 #include "kiln/codegen/row_definition.hpp"
 #include "kiln/codegen/row_spec.hpp"
 #include "kiln/engine/ahead_of_time.hpp"
-#include "kiln/engine/expression.hpp"
 #include "kiln/engine/generated_kernel.hpp"
 #include "kiln/engine/kernel_arg.hpp"
 #include "kiln/engine/kernel_result.hpp"
@@ -53,20 +53,5 @@ class RowKernel : public generated_kernel<RowKernel, codegen::RowDefinition, cod
  private:
   std::uint64_t mask_ = 0;
 };
-
-namespace aot {
-/// The RowKernel that evaluating `e` (an expression with lazy reductions) runs, or nullptr
-/// when its reductions do not fuse with it (they then run as reduction kernels: the fused
-/// reductions of aot::fused_reduction and composite ReductionKernels). Its parameters are
-/// e's distinct leaves (of every reduction's input too), then the output.
-const RowKernel* row_kernel(const expr& e);
-/// The arguments row_kernel(e) takes before its output: e's distinct leaves.
-std::vector<kernel_arg> row_kernel_leaves(const expr& e);
-/// The ONE ReductionKernel that runs `reductions` (2 to 8 lazy reductions of one input shape
-/// and axes, e.g. kiln::mean(x, 0) and kiln::std(x, 0) of a lazy x) together when they are
-/// evaluated in one call (kiln::fuse with several results, or a plan's phase): its parameters
-/// are their inputs' distinct leaves (a ddof as `raw int64`), then one output per reduction.
-const ReductionKernel& multi_reduction(std::span<const expr> reductions);
-}  // namespace aot
 
 }  // namespace kiln
