@@ -66,7 +66,7 @@ fs::path writable_cache_dir(const Common& c) {
         "KILN_CACHE_IN_MEMORY=1 is set: programs run this way never read a disk cache, so nothing "
         "written to one would be used; unset it");
   const fs::path dir = cache_dir(c);
-  if (auto why = kiln::cache::cache_folder_problem(dir, /*create=*/true)) throw BadInput(*why);
+  if (auto why = kiln::cache::writable_folder_problem(dir, /*create=*/true)) throw BadInput(*why);
   return dir;
 }
 
@@ -403,7 +403,7 @@ int run_show(const Common& c, std::string key_text) {
               entry_kind(f).c_str(), entry_name(f).c_str(), f.arch);
   for (const auto& k : f.kernels) std::printf(" %s", k.c_str());
   std::printf("\n");
-  const fs::path src = kiln::cache::DiskCache(inv.dir).source_path(*f.key);
+  const fs::path src = kiln::cache::CacheLayout(inv.dir).source_path(*f.key);
   std::ifstream in(src);
   if (!in) {
     std::printf(

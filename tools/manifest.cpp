@@ -166,9 +166,6 @@ std::vector<int> recorded_archs(const Manifest& m) {
 std::vector<PrecompileJob> expand_entry(const Manifest& m, const ManifestEntry& e, int arch) {
   for (const ManifestKind& k : manifest_kinds()) {
     if (k.kind != e.kind) continue;
-    if (!k.expand)
-      throw ManifestError(m.path.string() + ": " + e.label() + ": kind '" + e.kind +
-                          "' cannot be precompiled from a manifest entry: " + std::string(k.lands_with));
     try {
       auto jobs = k.expand(m, e, arch);
       for (auto& j : jobs) {

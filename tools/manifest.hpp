@@ -57,14 +57,14 @@ struct PrecompileJob {
 };
 
 /// What an entry of one kind compiles to for `arch`. Throws kiln::Error for bad entries
-/// (expand_entry prefixes the entry's label).
+/// (expand_entry prefixes the entry's label), including a kind the format defines but
+/// kiln-cache cannot build from an entry (its message says what to do instead).
 using KindExpander = std::vector<PrecompileJob> (*)(const Manifest&, const ManifestEntry&,
                                                     int arch);
 
 struct ManifestKind {
   std::string_view kind;
-  KindExpander expand;          // nullptr: the schema is defined but this build cannot compile it
-  std::string_view lands_with;  // for the "not supported by this build" message
+  KindExpander expand;
 };
 /// The dispatch table: every kind the format defines, in documentation order.
 std::span<const ManifestKind> manifest_kinds();

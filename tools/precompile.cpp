@@ -10,6 +10,7 @@
 #include "kiln/cache/cache_key.hpp"
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/cache/disk_cache.hpp"
+#include "kiln/cache/entry_file.hpp"
 #include "kiln/runtime/error.hpp"
 
 namespace kiln::tools {
@@ -81,8 +82,7 @@ PrecompileSummary precompile(const std::vector<PrecompileJob>& all, const Precom
     const PrecompileJob& job = *kj.job;
     const auto path = disk.entry_path(kj.key);
     const cache::EntryMetadata meta{job.kind, job.name, job.request.arch};
-    std::string why;
-    if (cache::read_entry(path, kj.key, why)) {
+    if (cache::read_entry_file(path, kj.key, cache::EntryUse::inspect).binary) {
       if (!cache::read_entry_metadata(opts.dir, kj.key))
         cache::write_entry_metadata(opts.dir, kj.key, meta);
       return report(kj, Outcome::cached, "");
@@ -96,10 +96,11 @@ PrecompileSummary precompile(const std::vector<PrecompileJob>& all, const Precom
     } catch (const std::exception& e) {
       return report(kj, Outcome::failed, e.what());
     }
-    why.clear();
-    if (!cache::read_entry(path, kj.key, why))
+    const auto back = cache::read_entry_file(path, kj.key, cache::EntryUse::inspect);
+    if (!back.binary)
       return report(kj, Outcome::failed,
-                    "compiled, but no valid entry at " + path.string() + " (" + why + ")");
+                    "compiled, but no valid entry at " + path.string() + " (" +
+                        (back.missing ? "no file" : back.problem) + ")");
     cache::write_entry_metadata(opts.dir, kj.key, meta);
     report(kj, Outcome::compiled, "");
   };

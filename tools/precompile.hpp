@@ -15,7 +15,7 @@
 namespace kiln::tools {
 
 struct PrecompileOptions {
-  std::filesystem::path dir;  // must already pass cache::cache_folder_problem
+  std::filesystem::path dir;  // must already pass cache::writable_folder_problem
   int jobs = 1;
   bool save_source = false;
   bool progress_bar = false;  // a redrawn bar on stderr instead of one line per kernel

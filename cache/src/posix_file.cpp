@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -13,7 +12,9 @@
 #include <fstream>
 #include <thread>
 
+#include "kiln/cache/cache_layout.hpp"
 #include "kiln/cache/cache_stats.hpp"
+#include "kiln/cache/regular_file.hpp"
 #include "kiln/runtime/detail/log.hpp"
 
 namespace kiln::cache::detail {
@@ -25,14 +26,6 @@ std::string errno_text(const std::string& what, const fs::path& p) {
 }
 }  // namespace
 
-std::optional<std::string> refuse_reason(const struct stat& st) {
-  if (st.st_uid != geteuid())
-    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
-           std::to_string(geteuid()) + ")";
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
-  return std::nullopt;
-}
-
 std::optional<std::string> make_dirs_0700(const fs::path& dir) {
   fs::path p;
   for (const auto& part : dir) {
@@ -42,11 +35,9 @@ std::optional<std::string> make_dirs_0700(const fs::path& dir) {
   return std::nullopt;
 }
 
-std::optional<std::string> write_atomically(const fs::path& path, std::string_view bytes) {
-  static std::atomic<unsigned> counter{0};
-  // pid + counter make the temp name unique across processes and threads; O_EXCL makes sure.
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
-                       std::to_string(counter.fetch_add(1));
+std::optional<std::string> write_atomically(const fs::path& path, std::string_view bytes,
+                                            bool durable) {
+  const fs::path tmp = CacheLayout::temp_path(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return errno_text("cannot create", tmp);
   auto fail = [&](const char* what) {
@@ -62,7 +53,7 @@ std::optional<std::string> write_atomically(const fs::path& path, std::string_vi
     done += static_cast<std::size_t>(n);
   }
   // Without fsync before rename, a crash can leave a renamed but empty file.
-  if (::fsync(fd) != 0) return fail("cannot fsync");
+  if (durable && ::fsync(fd) != 0) return fail("cannot fsync");
   if (::close(fd) != 0) {
     std::string err = errno_text("cannot close", tmp);
     ::unlink(tmp.c_str());
@@ -74,6 +65,7 @@ std::optional<std::string> write_atomically(const fs::path& path, std::string_vi
     return err;
   }
   // Make the rename itself durable; failure here costs at most a recompile after a crash.
+  if (!durable) return std::nullopt;
   if (const int dfd = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
@@ -119,17 +111,6 @@ std::string describe_holder(int fd) {
 }
 
 }  // namespace
-
-std::string file_kind(mode_t mode) {
-  if (S_ISREG(mode)) return "a regular file";
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISLNK(mode)) return "a symlink";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
-}
 
 FileLock FileLock::acquire(const fs::path& path, const std::string& what, double timeout_s,
                            bool& waited) {

@@ -7,10 +7,9 @@
 //     if (f.type == CacheFileType::entry && f.problem.empty()) use(f.key, f.size, f.arch);
 //   PruneResult r = prune_cache(cfg.dir, {.max_bytes = 1 << 30});   // LRU down to 1 GiB
 //
-// An entry counts only if it is what DiskCache::load accepts: a regular file (never a link)
-// named dir/ab/<32 hex>.kbin, owned by this user, not writable by group/others, whose header,
-// key and checksum check out. Everything else in the folder is listed with the reason it is
-// not an entry. Removal never touches a file another process is writing: entries are only
+// An entry counts only if DiskCache::load would load it: both read it with read_entry_file
+// (entry_file.hpp), and both take names and trust rules from cache_layout.hpp. Everything else
+// in the folder is listed with the reason it is not an entry. Removal never touches a file another process is writing: entries are only
 // removed while holding their per-key lock (the one compile_cached takes), temp files only
 // when their writer is gone, lock files only when nobody holds them.
 #include <cstdint>
@@ -19,20 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "kiln/cache/binary.hpp"
 #include "kiln/cache/cache_key.hpp"
+#include "kiln/cache/cache_layout.hpp"
 
 namespace kiln::cache {
-
-enum class CacheFileType {
-  entry,     // <hex>.kbin: a kernel binary
-  lock,      // <hex>.lock: per-key compile lock
-  source,    // <hex>.cu: saved source (KILN_CACHE_SAVE_SOURCE=1)
-  metadata,  // <hex>.meta: kind/name/arch written by kiln-cache precompile
-  temp,      // <hex>.kbin.tmp.<pid>.<n>: a write in progress (or left by a crash)
-  stray,     // anything else: not kiln's, or in the wrong place
-};
-const char* to_string(CacheFileType t) noexcept;
 
 /// What kiln-cache knows about an entry beyond its binary (the .meta sidecar).
 struct EntryMetadata {
@@ -72,16 +61,6 @@ struct Inventory {
 /// Throws kiln::Error when `dir` exists but cannot be used as a cache folder (not a folder,
 /// owned by another user, writable by others, unreadable).
 Inventory scan_cache(const std::filesystem::path& dir, bool check_entries = true);
-
-/// Reads and checks the entry file at `path` for `key` exactly as the cache would; the binary,
-/// or nullopt with `why` set.
-std::optional<Binary> read_entry(const std::filesystem::path& path, const Key& key,
-                                 std::string& why);
-
-/// Why new entries cannot be written into `dir` (one line), or nullopt when they can. With
-/// `create`, a missing folder is created 0700 (its parents too). The check writes and removes
-/// a probe file, so a read-only or full file system is caught, not guessed from mode bits.
-std::optional<std::string> cache_folder_problem(const std::filesystem::path& dir, bool create);
 
 /// Writes (atomically) / reads the .meta sidecar of the entry for `key` in `dir`.
 bool write_entry_metadata(const std::filesystem::path& dir, const Key& key,

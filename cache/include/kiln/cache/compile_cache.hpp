@@ -8,8 +8,8 @@
 // share the first caller's result, processes serialise on dir/ab/<hex>.lock (an flock,
 // released by the kernel if its holder dies) and load the winner's entry. The wait is bounded
 // (cfg.lock_timeout_s; a stopped holder keeps its lock) and named at warn level after a
-// second; past it the waiter compiles too. Different kernels compile in parallel. Results are not kept in memory here; callers keep what they load
-// (see MemoryCache).
+// second; past it the waiter compiles too. Different kernels compile in parallel. Results
+// are not kept in memory here; callers keep what they load (see MemoryCache).
 #include "kiln/cache/binary.hpp"
 #include "kiln/cache/cache_config.hpp"
 #include "kiln/cache/cache_stats.hpp"

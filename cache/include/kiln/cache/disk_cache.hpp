@@ -1,14 +1,14 @@
 #pragma once
-// The on-disk kernel cache: one file per entry, dir/<first two hex digits>/<hex>.kbin
-// (format in entry_format.hpp). Writes go to a temp file in the same folder, are fsynced,
-// then renamed into place, so readers see a whole old file, a whole new file, or none.
+// The on-disk kernel cache: one file per entry, dir/<first two hex digits>/<hex>.kbin (paths
+// in cache_layout.hpp, format in entry_format.hpp, read by entry_file.hpp's one reader).
+// Writes go to a temp file in the same folder, are fsynced, then renamed into place, so
+// readers see a whole old file, a whole new file, or none.
 //
 // The cache holds code that will run, so folders are created 0700, and a folder or entry
-// that another user owns or that group/others may write is refused: logged as a warning,
-// treated as a miss, never written into. An entry or fan-out path that is not a regular file
-// or folder (a FIFO, socket, device) is refused the same way without being opened, since
-// opening it could block forever. Nothing here throws for I/O or permission problems;
-// the worst outcome is a miss.
+// kiln does not trust (cache_layout.hpp) is refused: logged as a warning, treated as a miss,
+// never written into. An entry or fan-out path that is not a regular file or folder (a FIFO,
+// socket, device) is refused the same way without being opened, since opening it could block
+// forever. Nothing here throws for I/O or permission problems; the worst outcome is a miss.
 //
 //   DiskCache disk(cfg.dir);
 //   if (auto bin = disk.load(key)) return *bin;
@@ -20,6 +20,7 @@
 
 #include "kiln/cache/binary.hpp"
 #include "kiln/cache/cache_key.hpp"
+#include "kiln/cache/cache_layout.hpp"
 
 namespace kiln::cache {
 
@@ -36,14 +37,14 @@ class DiskCache {
   /// <hex>.cu beside it). Failures are logged, never thrown: the caller has its binary anyway.
   void store(const Key& key, const Binary& bin, std::string_view source_to_save_or_empty);
 
-  /// dir/ab/abcd...ef.kbin
-  std::filesystem::path entry_path(const Key& key) const;
-  /// dir/ab/abcd...ef.lock: the per-key lock file compile_cached uses for single-flight.
-  std::filesystem::path lock_path(const Key& key) const;
-  /// dir/ab/abcd...ef.cu
-  std::filesystem::path source_path(const Key& key) const;
+  /// Where this cache's files are (entry_path, lock_path, source_path, ...).
+  const CacheLayout& layout() const noexcept { return layout_; }
+  std::filesystem::path entry_path(const Key& key) const { return layout_.entry_path(key); }
+  /// The per-key lock file compile_cached uses for single-flight.
+  std::filesystem::path lock_path(const Key& key) const { return layout_.lock_path(key); }
+  std::filesystem::path source_path(const Key& key) const { return layout_.source_path(key); }
 
-  const std::filesystem::path& dir() const noexcept { return dir_; }
+  const std::filesystem::path& dir() const noexcept { return layout_.dir(); }
   /// False when the folder exists but was refused (wrong owner or writable by others).
   bool usable() const noexcept { return usable_; }
 
@@ -52,7 +53,7 @@ class DiskCache {
   bool prepare_folder(const Key& key);
 
  private:
-  std::filesystem::path dir_;
+  CacheLayout layout_;
   bool usable_ = true;
 };
 
