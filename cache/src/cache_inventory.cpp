@@ -15,7 +15,11 @@
 
 #include "kiln/cache/cubin_info.hpp"
 #include "kiln/cache/entry_file.hpp"
+#include "kiln/cache/nvrtc_archs.hpp"
+#include "kiln/cache/nvrtc_compiler.hpp"
 #include "kiln/cache/regular_file.hpp"
+#include "kiln/cache/size_and_age.hpp"
+#include "kiln/runtime/detail/log.hpp"
 #include "kiln/runtime/error.hpp"
 #include "posix_file.hpp"
 
@@ -38,6 +42,11 @@ std::uint64_t Inventory::entry_bytes() const {
     if (f.type == CacheFileType::entry && f.problem.empty()) n += f.size;
   return n;
 }
+std::size_t Inventory::other_nvrtc_entries() const {
+  return std::count_if(files.begin(), files.end(), [](const CacheFile& f) {
+    return f.type == CacheFileType::entry && f.problem.empty() && f.other_nvrtc;
+  });
+}
 
 namespace {
 
@@ -46,11 +55,10 @@ constexpr std::uint64_t kMaxMetadataBytes = 4096;
 
 std::string errno_text() { return std::strerror(errno); }
 
-std::vector<std::string> list_dir(const fs::path& dir) {
+std::optional<std::vector<std::string>> list_dir(const fs::path& dir) {
   std::vector<std::string> names;
   DIR* d = ::opendir(dir.c_str());
-  if (!d)
-    throw kiln::Error("cannot read kernel cache folder " + dir.string() + ": " + errno_text());
+  if (!d) return std::nullopt;
   while (const dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
     if (n != "." && n != "..") names.push_back(std::move(n));
@@ -60,15 +68,41 @@ std::vector<std::string> list_dir(const fs::path& dir) {
   return names;
 }
 
+// Whether an entry was compiled by the NVRTC of this process: by the full version when both
+// know it ("13.0.88"), else by major.minor.
+bool same_nvrtc(const std::string& entry_version) {
+  const std::string& mine = nvrtc_version().full;
+  if (entry_version.empty()) return true;  // unknown: never call it foreign
+  const bool both_full = std::count(mine.begin(), mine.end(), '.') >= 2 &&
+                         std::count(entry_version.begin(), entry_version.end(), '.') >= 2;
+  if (both_full) return entry_version == mine;
+  const std::string mm =
+      std::to_string(nvrtc_version().major) + "." + std::to_string(nvrtc_version().minor);
+  return entry_version == mm || entry_version.starts_with(mm + ".");
+}
+
 }  // namespace
 
 Inventory scan_cache(const fs::path& dir, bool check_entries) {
   Inventory inv;
   inv.dir = dir;
   bool missing = false;
-  if (auto why = folder_problem(dir, FolderKind::top, &missing)) throw kiln::Error(*why);
+  if (auto why = folder_problem(dir, FolderKind::top, Access::read, &missing)) {
+    // Refused is reported (verify says so, --fix repairs it); not a folder is an error.
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw kiln::Error(*why);
+    inv.refused_folders.push_back(*why);
+  }
   if (missing) return inv;
   inv.exists = true;
+  const auto top_refused = trust_problem([&] {
+    struct stat st {};
+    ::stat(dir.c_str(), &st);
+    return st;
+  }());
+  const auto top_names = list_dir(dir);
+  if (!top_names)
+    throw kiln::Error("cannot read kernel cache folder " + dir.string() + ": " + errno_text());
 
   auto describe = [](CacheFile& f, const fs::path& path, const struct stat& s) {
     f.path = path;
@@ -76,7 +110,7 @@ Inventory scan_cache(const fs::path& dir, bool check_entries) {
     f.mtime = s.st_mtim.tv_sec;
     f.last_used = std::max(s.st_atim.tv_sec, s.st_mtim.tv_sec);
   };
-  for (const std::string& folder : list_dir(dir)) {
+  for (const std::string& folder : *top_names) {
     const fs::path sub = dir / folder;
     struct stat fst {};
     if (::lstat(sub.c_str(), &fst) != 0) continue;  // removed meanwhile
@@ -89,8 +123,16 @@ Inventory scan_cache(const fs::path& dir, bool check_entries) {
       inv.files.push_back(std::move(f));
       continue;
     }
-    const auto refused = trust_problem(fst);
-    for (const std::string& name : list_dir(sub)) {
+    auto refused = top_refused ? top_refused : trust_problem(fst);
+    if (!top_refused && refused)
+      inv.refused_folders.push_back(*folder_problem(sub, FolderKind::fanout, Access::read));
+    const auto names = list_dir(sub);
+    if (!names) {
+      inv.refused_folders.push_back("cannot read kernel cache folder " + sub.string() + ": " +
+                                    errno_text());
+      continue;
+    }
+    for (const std::string& name : *names) {
       CacheFile f;
       const fs::path path = sub / name;
       struct stat s {};
@@ -107,13 +149,15 @@ Inventory scan_cache(const fs::path& dir, bool check_entries) {
       else if (refused)
         f.problem = "in a refused folder: " + *refused;
       if (f.type == CacheFileType::entry && f.problem.empty() && check_entries) {
-        EntryRead r = read_entry_file(f.path, *f.key, EntryUse::inspect);
+        EntryRead r = read_entry_file(f.path, *f.key, EntryUse::look);
         f.problem = std::move(r.problem);
         if (r.missing) continue;  // removed meanwhile
         if (const auto& bin = r.binary) {
           CubinInfo info = inspect_cubin(bin->cubin);
           f.arch = info.arch;
           f.kernels = std::move(info.kernels);
+          f.nvrtc_version = std::move(info.tool_version);
+          f.other_nvrtc = !same_nvrtc(f.nvrtc_version);
           f.meta = read_entry_metadata(dir, *f.key);
         }
       }
@@ -132,7 +176,7 @@ std::string one_line(std::string s) {
 
 bool write_entry_metadata(const fs::path& dir, const Key& key, const EntryMetadata& meta) {
   const std::string text = "kind=" + one_line(meta.kind) + "\nname=" + one_line(meta.name) +
-                           "\narch=" + std::to_string(meta.arch) + "\n";
+                           "\narch=" + arch_text(meta.arch) + "\n";
   // Not durable (no fsyncs): metadata is a description, not the binary, and two fsyncs per
   // kernel would cost a fifth of a small kernel's precompile. A crash leaves at worst an empty
   // or missing .meta, which readers treat as none.
@@ -159,7 +203,7 @@ std::optional<EntryMetadata> read_entry_metadata(const fs::path& dir, const Key&
     else if (k == "name")
       m.name = v;
     else if (k == "arch")
-      m.arch = std::atoi(std::string(v).c_str());
+      m.arch = (v.ends_with('a') ? kArchSpecificFlag : 0) + std::atoi(std::string(v).c_str());
   }
   return m;
 }
@@ -170,7 +214,13 @@ namespace {
 struct TryLock {
   int fd = -1;
   explicit TryLock(const fs::path& lock_file, bool create) {
-    fd = ::open(lock_file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+    fd = ::open(lock_file.c_str(),
+                O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (create ? O_CREAT : 0), 0600);
+    struct stat st {};
+    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {  // a FIFO is no lock
+      ::close(fd);
+      fd = -1;
+    }
     if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd);
       fd = -1;
@@ -192,8 +242,10 @@ bool remove_file(const fs::path& p, PruneResult& r) {
 
 PruneResult prune_cache(const fs::path& dir, const PruneOptions& opts) {
   PruneResult r;
-  Inventory inv = scan_cache(dir, /*check_entries=*/opts.bad_entries);
+  Inventory inv = scan_cache(dir, /*check_entries=*/opts.bad_entries || opts.other_nvrtc);
   if (!inv.exists) return r;
+  if (bool missing = false; auto why = folder_problem(dir, FolderKind::top, Access::read, &missing))
+    throw kiln::Error(*why + "; kiln-cache verify --fix repairs it");
   const CacheLayout layout(dir);
   const std::int64_t now = std::int64_t(std::time(nullptr));
 
@@ -208,6 +260,7 @@ PruneResult prune_cache(const fs::path& dir, const PruneOptions& opts) {
   for (const CacheFile* f : entries) {
     bool remove = opts.everything;
     if (opts.bad_entries && !f->problem.empty()) remove = true;
+    if (opts.other_nvrtc && f->problem.empty() && f->other_nvrtc) remove = true;
     if (opts.older_than_s && now - f->last_used > *opts.older_than_s) remove = true;
     if (opts.max_bytes && !remove) {
       if (kept + f->size > *opts.max_bytes)
@@ -248,6 +301,86 @@ PruneResult prune_cache(const fs::path& dir, const PruneOptions& opts) {
     }
   }
   return r;
+}
+
+PruneResult enforce_size_limit(const fs::path& dir, std::uint64_t max_bytes) {
+  try {
+    const Inventory inv = scan_cache(dir, /*check_entries=*/false);
+    std::uint64_t total = 0;
+    for (const auto& f : inv.files)
+      if (f.type == CacheFileType::entry) total += f.size;
+    if (total <= max_bytes) return {};
+    PruneOptions down;
+    down.max_bytes = max_bytes / 10 * 9;
+    PruneResult r = prune_cache(dir, down);
+    kiln::detail::logger().info(
+        "kernel cache {} passed its size limit ({} > {}, KILN_CACHE_MAX_SIZE): removed the {} "
+        "least recently used entries ({})",
+        dir.string(), human_bytes(total), human_bytes(max_bytes), r.entries_removed,
+        human_bytes(r.bytes_removed));
+    for (const auto& e : r.errors) kiln::detail::logger().warn("kernel cache size limit: {}", e);
+    return r;
+  } catch (const kiln::Error& e) {
+    kiln::detail::logger().warn("kernel cache size limit not applied: {}", e.what());
+    return {};
+  }
+}
+
+FolderRepair repair_folder_modes(const Inventory& inv) {
+  FolderRepair out;
+  if (!inv.exists) return out;
+  std::vector<fs::path> folders{inv.dir};
+  if (const auto names = list_dir(inv.dir))
+    for (const auto& n : *names)
+      if (CacheLayout::is_fanout_name(n)) folders.push_back(inv.dir / n);
+  for (const auto& folder : folders) {
+    struct stat st {};
+    const bool top = folder == inv.dir;
+    if ((top ? ::stat(folder.c_str(), &st) : ::lstat(folder.c_str(), &st)) != 0 ||
+        !S_ISDIR(st.st_mode))
+      continue;
+    if (!trust_problem(st)) continue;
+    if (st.st_uid != ::geteuid()) {
+      out.errors.push_back(
+          *folder_problem(folder, top ? FolderKind::top : FolderKind::fanout, Access::read) +
+          "; not changed: another user owns it");
+      continue;
+    }
+    if (::chmod(folder.c_str(), st.st_mode & 07755) != 0)
+      out.errors.push_back("cannot chmod go-w " + folder.string() + ": " + errno_text());
+    else
+      ++out.fixed;
+  }
+  return out;
+}
+
+std::vector<std::string> share_for_reading(const fs::path& dir) {
+  std::vector<std::string> errors;
+  auto share = [&](const fs::path& p, mode_t mode) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || st.st_uid != ::geteuid()) return;
+    if ((st.st_mode & 07777) != mode && ::chmod(p.c_str(), mode) != 0)
+      errors.push_back("cannot chmod " + p.string() + ": " + errno_text());
+  };
+  share(dir, 0755);
+  const auto names = list_dir(dir);
+  if (!names) return {"cannot read " + dir.string() + ": " + errno_text()};
+  for (const auto& n : *names) {
+    if (!CacheLayout::is_fanout_name(n)) continue;
+    const fs::path sub = dir / n;
+    struct stat st {};
+    if (::lstat(sub.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    share(sub, 0755);
+    for (const auto& f : list_dir(sub).value_or(std::vector<std::string>{})) {
+      const auto type = CacheLayout::classify(n, f).type;
+      struct stat fst {};
+      if (::lstat((sub / f).c_str(), &fst) != 0 || !S_ISREG(fst.st_mode)) continue;
+      if (type == CacheFileType::entry || type == CacheFileType::metadata ||
+          type == CacheFileType::source)
+        share(sub / f, 0644);
+    }
+  }
+  return errors;
 }
 
 }  // namespace kiln::cache

@@ -104,15 +104,20 @@ CacheLayout::Name CacheLayout::classify(std::string_view fanout_name, std::strin
   return out;
 }
 
-std::optional<std::string> trust_problem(const struct stat& st) {
-  if (st.st_uid != ::geteuid())
-    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
-           std::to_string(::geteuid()) + ")";
+std::optional<std::string> trust_problem(const struct stat& st, Access access) {
+  const uid_t me = ::geteuid();
+  if (st.st_uid != me && st.st_uid != 0)
+    return "owned by uid " + std::to_string(st.st_uid) + ", neither this user (uid " +
+           std::to_string(me) + ") nor root";
   if (st.st_mode & (S_IWGRP | S_IWOTH)) return std::string("writable by group or others");
+  if (access == Access::write && st.st_uid != me)
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(me) + "): kiln reads it but writes only into its user's folders";
   return std::nullopt;
 }
 
-std::optional<std::string> folder_problem(const fs::path& dir, FolderKind kind, bool* missing) {
+std::optional<std::string> folder_problem(const fs::path& dir, FolderKind kind, Access access,
+                                          bool* missing) {
   if (missing) *missing = false;
   struct stat st {};
   const int r = kind == FolderKind::top ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st);
@@ -125,9 +130,11 @@ std::optional<std::string> folder_problem(const fs::path& dir, FolderKind kind, 
   }
   if (!S_ISDIR(st.st_mode))
     return dir.string() + " is not a folder (it is " + file_kind(st.st_mode) + ")";
-  if (auto why = trust_problem(st))
-    return dir.string() + " is refused as a kernel cache folder: " + *why +
-           " (fix with chmod 700 / chown, or choose another KILN_CACHE_DIR)";
+  if (auto why = trust_problem(st, access))
+    return dir.string() + " is refused as a kernel cache folder" +
+           (access == Access::write ? " to write into: " : ": ") + *why +
+           (st.st_mode & (S_IWGRP | S_IWOTH) ? " (fix with chmod go-w, or choose another folder)"
+                                             : " (choose another folder)");
   return std::nullopt;
 }
 
@@ -155,7 +162,7 @@ std::optional<std::string> writable_folder_problem(const fs::path& dir, bool cre
     }
     if (auto err = detail::make_dirs_0700(dir)) return "cannot create cache folder: " + *err;
   }
-  if (auto why = folder_problem(dir, FolderKind::top)) return why;
+  if (auto why = folder_problem(dir, FolderKind::top, Access::write)) return why;
   const fs::path probe = dir / (".kiln-write-probe." + std::to_string(::getpid()));
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return "cannot write into cache folder " + dir.string() + ": " + std::strerror(errno);

@@ -25,14 +25,14 @@ void warn_folder_once(const std::string& problem) {
     std::lock_guard lock(m);
     if (!warned.insert(problem).second) return;
   }
-  kiln::detail::logger().warn("not using kernel cache folder: {}; kernels are compiled in memory",
-                              problem);
+  kiln::detail::logger().warn(
+      "not using kernel cache folder: {}; kernels it lacks are compiled in memory", problem);
 }
 
 // nullopt if `dir` is missing; else whether it is a folder we may use (refusals are logged).
-std::optional<bool> folder_ok(const fs::path& dir, FolderKind kind) {
+std::optional<bool> folder_ok(const fs::path& dir, FolderKind kind, Access access) {
   bool missing = false;
-  if (auto why = folder_problem(dir, kind, &missing)) {
+  if (auto why = folder_problem(dir, kind, access, &missing)) {
     warn_folder_once(*why);
     return false;
   }
@@ -48,18 +48,18 @@ void bad_entry(const fs::path& p, const std::string& why) {
 
 }  // namespace
 
-DiskCache::DiskCache(fs::path dir) : layout_(std::move(dir)) {
+DiskCache::DiskCache(fs::path dir, Access access) : layout_(std::move(dir)), access_(access) {
   if (layout_.dir().empty()) {
     usable_ = false;
     return;
   }
-  usable_ = folder_ok(layout_.dir(), FolderKind::top).value_or(true);
+  usable_ = folder_ok(layout_.dir(), FolderKind::top, Access::read).value_or(true);
 }
 
 std::optional<Binary> DiskCache::load(const Key& key) const {
   if (!usable_) return std::nullopt;
   const fs::path fanout = layout_.fanout(key);
-  if (const auto ok = folder_ok(fanout, FolderKind::fanout); ok != true) {
+  if (const auto ok = folder_ok(fanout, FolderKind::fanout, Access::read); ok != true) {
     // A fan-out "folder" that is a FIFO, socket, device, file or link is a bad entry too
     // (lstat does not open it, so it cannot block).
     struct stat st {};
@@ -68,34 +68,37 @@ std::optional<Binary> DiskCache::load(const Key& key) const {
     return std::nullopt;
   }
   const fs::path path = layout_.entry_path(key);
-  EntryRead r = read_entry_file(path, key, EntryUse::load);
+  EntryRead r =
+      read_entry_file(path, key, access_ == Access::write ? EntryUse::load : EntryUse::look);
   if (!r.binary && !r.missing) bad_entry(path, r.problem);
   return std::move(r.binary);
 }
 
 bool DiskCache::prepare_folder(const Key& key) {
-  if (!usable_) return false;
+  if (!usable_ || access_ != Access::write) return false;
+  // The top folder first: never create fan-outs inside a folder this user may not write.
+  if (folder_ok(layout_.dir(), FolderKind::top, Access::write) == false) return false;
   const fs::path fanout = layout_.fanout(key);
   if (auto err = detail::make_dirs_0700(fanout)) {
     kiln::detail::logger().warn("cannot create kernel cache folder: {}", *err);
     return false;
   }
   // Re-check after creating: the folders may have existed already, made by someone else.
-  if (folder_ok(layout_.dir(), FolderKind::top) != true) {
-    usable_ = false;
-    return false;
-  }
-  return folder_ok(fanout, FolderKind::fanout) == true;
+  if (folder_ok(layout_.dir(), FolderKind::top, Access::write) != true) return false;
+  return folder_ok(fanout, FolderKind::fanout, Access::write) == true;
 }
 
-void DiskCache::store(const Key& key, const Binary& bin, std::string_view source_to_save_or_empty) {
-  if (!prepare_folder(key)) return;
+bool DiskCache::store(const Key& key, const Binary& bin, std::string_view source_to_save_or_empty) {
+  if (!prepare_folder(key)) return false;
   if (!source_to_save_or_empty.empty()) {
     if (auto err = detail::write_atomically(layout_.source_path(key), source_to_save_or_empty))
       kiln::detail::logger().warn("cannot save kernel source: {}", *err);
   }
-  if (auto err = detail::write_atomically(layout_.entry_path(key), encode_entry(key, bin)))
+  if (auto err = detail::write_atomically(layout_.entry_path(key), encode_entry(key, bin))) {
     kiln::detail::logger().warn("cannot write kernel cache entry: {}", *err);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace kiln::cache

@@ -10,7 +10,7 @@ EntryRead read_entry_file(const std::filesystem::path& path, const Key& key, Ent
   EntryRead r;
   // An entry is kiln's own file: a link there is refused, never followed to what it names.
   RegularFile f =
-      RegularFile::open(path, {.follow_links = false, .keep_atime = use == EntryUse::inspect});
+      RegularFile::open(path, {.follow_links = false, .keep_atime = use == EntryUse::look});
   if (!f.ok()) {
     r.missing = f.missing();
     r.problem = f.problem();
@@ -26,6 +26,8 @@ EntryRead read_entry_file(const std::filesystem::path& path, const Key& key, Ent
     return r;
   }
   r.binary = decode_entry(*bytes, key, &r.problem);
+  // relatime mounts update the access time at most daily; pruning by use needs better.
+  if (r.binary && use == EntryUse::load) f.touch_atime();
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "kiln/cache/nvrtc_archs.hpp"
 #include "kiln/runtime/detail/log.hpp"
 #include "kiln/runtime/error.hpp"
 
@@ -94,7 +95,8 @@ fs::path loaded_nvrtc_path() {
   fs::path found;
   dl_iterate_phdr(
       [](dl_phdr_info* i, std::size_t, void* out) {
-        if (i->dlpi_name && std::string_view(i->dlpi_name).find("libnvrtc.so") != std::string_view::npos) {
+        if (i->dlpi_name &&
+            std::string_view(i->dlpi_name).find("libnvrtc.so") != std::string_view::npos) {
           *static_cast<fs::path*>(out) = i->dlpi_name;
           return 1;
         }
@@ -197,13 +199,26 @@ const NvrtcVersion& nvrtc_version() {
   return v;
 }
 
+void check_request(const CompileRequest& req) {
+  check_arch(req.arch);
+  for (const auto& o : req.options)
+    if (o.starts_with("-arch") || o.starts_with("--gpu-architecture") || o == "-code" ||
+        o.starts_with("-code=") || o.starts_with("--gpu-code"))
+      throw kiln::ValueError("NVRTC option '" + o + "' in kernel '" + req.kernel_name +
+                             "': the architecture is kiln's choice (the device's, or ahead of "
+                             "time the one named: compile_for(spec, arch), kiln-cache --arch); "
+                             "supported: " +
+                             supported_archs_text());
+}
+
 Binary nvrtc_compile(const CompileRequest& req) {
+  check_request(req);
   Program prog(req);
   for (const auto& expr : req.name_expressions)
     Program::check(nvrtcAddNameExpression(prog.get(), expr.c_str()), "nvrtcAddNameExpression", req);
 
   std::vector<std::string> opts = req.options;
-  opts.push_back("-arch=sm_" + std::to_string(req.arch));
+  opts.push_back("-arch=" + arch_name(req.arch));
   for (auto& inc : default_include_options()) opts.push_back(std::move(inc));
   std::vector<const char*> argv;
   argv.reserve(opts.size());
@@ -212,8 +227,8 @@ Binary nvrtc_compile(const CompileRequest& req) {
   const nvrtcResult r = nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
   const std::string log = program_log(prog.get());
   if (r != NVRTC_SUCCESS) {
-    std::string msg = "kiln: NVRTC could not compile kernel '" + req.kernel_name + "' for sm_" +
-                      std::to_string(req.arch) + " (" + nvrtcGetErrorString(r) + ")\n";
+    std::string msg = "kiln: NVRTC could not compile kernel '" + req.kernel_name + "' for " +
+                      arch_name(req.arch) + " (" + nvrtcGetErrorString(r) + ")\n";
     // Every option NVRTC was given, one per line (an -I folder may hold spaces), so the
     // compile can be reproduced from a pasted message.
     msg += "--- NVRTC " + nvrtc_version().full + " options ---\n";
@@ -234,13 +249,11 @@ Binary nvrtc_compile(const CompileRequest& req) {
         }
       msg += "\n";
     }
-    msg += "--- options ---\n";
-    for (const auto& o : opts) msg += o + ' ';
-    msg += '\n';
     msg += "--- source ---\n" + number_lines(req.source);
     throw kiln::CompileError(std::move(msg), log, req.source);
   }
-  if (!log.empty()) kiln::detail::logger().debug("NVRTC log for kernel '{}':\n{}", req.kernel_name, log);
+  if (!log.empty())
+    kiln::detail::logger().debug("NVRTC log for kernel '{}':\n{}", req.kernel_name, log);
 
   Binary bin;
   std::size_t size = 0;
@@ -250,7 +263,8 @@ Binary nvrtc_compile(const CompileRequest& req) {
   bin.lowered_names.reserve(req.name_expressions.size());
   for (const auto& expr : req.name_expressions) {
     const char* lowered = nullptr;
-    Program::check(nvrtcGetLoweredName(prog.get(), expr.c_str(), &lowered), "nvrtcGetLoweredName", req);
+    Program::check(nvrtcGetLoweredName(prog.get(), expr.c_str(), &lowered), "nvrtcGetLoweredName",
+                   req);
     bin.lowered_names.emplace_back(lowered);  // copy: NVRTC frees it with the program
   }
   return bin;

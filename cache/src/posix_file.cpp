@@ -66,7 +66,8 @@ std::optional<std::string> write_atomically(const fs::path& path, std::string_vi
   }
   // Make the rename itself durable; failure here costs at most a recompile after a crash.
   if (!durable) return std::nullopt;
-  if (const int dfd = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+  if (const int dfd = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
@@ -121,8 +122,9 @@ FileLock FileLock::acquire(const fs::path& path, const std::string& what, double
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     stats().bad_entries.fetch_add(1, std::memory_order_relaxed);
-    log.warn("refusing cache lock file {}: it is {}, not a regular file; compiling {} without the lock",
-             path.string(), file_kind(st.st_mode), what);
+    log.warn(
+        "refusing cache lock file {}: it is {}, not a regular file; compiling {} without the lock",
+        path.string(), file_kind(st.st_mode), what);
     return FileLock(-1);
   }
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
@@ -150,7 +152,8 @@ FileLock FileLock::acquire(const fs::path& path, const std::string& what, double
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) break;
     if (errno == EINTR) continue;
     if (errno != EWOULDBLOCK) {
-      log.warn("cannot lock {}: {}; compiling {} without it", path.string(), std::strerror(errno), what);
+      log.warn("cannot lock {}: {}; compiling {} without it", path.string(), std::strerror(errno),
+               what);
       ::close(fd);
       return FileLock(-1);
     }
@@ -158,16 +161,20 @@ FileLock FileLock::acquire(const fs::path& path, const std::string& what, double
     waited = true;
     const auto elapsed = clock::now() - start;
     if (elapsed >= timeout) {
-      log.warn("gave up after {:.1f} s waiting for {} compiling {}; compiling it here too (the entry "
-               "is written atomically, so it stays valid; KILN_CACHE_LOCK_TIMEOUT sets the wait)",
-               std::chrono::duration<double>(elapsed).count(), describe_holder(fd), what);
+      log.warn(
+          "gave up after {:.1f} s waiting for {} compiling {}; compiling it here too (the entry "
+          "is written atomically, so it stays valid; KILN_CACHE_LOCK_TIMEOUT or kiln-cache "
+          "--lock-timeout sets the wait)",
+          std::chrono::duration<double>(elapsed).count(), describe_holder(fd), what);
       ::close(fd);
       return FileLock(-1);
     }
     if (!said && elapsed >= std::chrono::seconds(1)) {
       said = true;
-      log.warn("waiting for {} compiling {}: lock file {}; giving up after {} s (KILN_CACHE_LOCK_TIMEOUT)",
-               describe_holder(fd), what, path.string(), timeout_s);
+      log.warn(
+          "waiting for {} compiling {}: lock file {}; giving up after {} s "
+          "(KILN_CACHE_LOCK_TIMEOUT)",
+          describe_holder(fd), what, path.string(), timeout_s);
     }
     // Short first pauses keep the common case (a compile of a few hundred ms) prompt.
     std::this_thread::sleep_for(pause);

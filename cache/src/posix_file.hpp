@@ -17,8 +17,8 @@ std::optional<std::string> make_dirs_0700(const std::filesystem::path& dir);
 /// and the folder after it (a crash then never leaves a renamed but empty file); without, a
 /// crash may leave an empty file, which readers treat as a bad or missing one. The temp file
 /// never survives a failure.
-std::optional<std::string> write_atomically(const std::filesystem::path& path, std::string_view bytes,
-                                            bool durable = true);
+std::optional<std::string> write_atomically(const std::filesystem::path& path,
+                                            std::string_view bytes, bool durable = true);
 
 /// An exclusive flock on a lock file, released on destruction, or by the kernel if the
 /// process dies, so a killed compiler never blocks others for long. The holder writes

@@ -13,7 +13,7 @@
 //   CacheLayout layout(cfg.dir);
 //   layout.entry_path(key);                           // dir/ab/ab12...ef.kbin
 //   auto name = CacheLayout::classify("ab", "ab12...ef.lock");   // {lock, key}
-//   if (auto why = folder_problem(dir, FolderUse::read)) log(*why);
+//   if (auto why = folder_problem(dir, FolderKind::top, Access::read)) log(*why);
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -69,9 +69,20 @@ class CacheLayout {
   std::filesystem::path dir_;
 };
 
-/// Why kiln must not trust a folder or file with this stat, or nullopt when it may: kiln
-/// trusts what is owned by this user and writable by nobody else.
-std::optional<std::string> trust_problem(const struct stat& st);
+/// What kiln does with a cache folder or file.
+enum class Access {
+  /// Load entries: the folder and the file must be owned by this user or by root, and writable
+  /// by nobody else (group/others). So a cache precompiled as root into an image and made
+  /// readable by all (0755 folders, 0644 files) serves every user, and nobody but root or the
+  /// owner can have put code there.
+  read,
+  /// Create folders, write entries, take locks: additionally owned by this user. kiln never
+  /// writes into a folder that is not its user's, even one it may read.
+  write,
+};
+
+/// Why kiln must not use a folder or file with this stat for `access`, or nullopt when it may.
+std::optional<std::string> trust_problem(const struct stat& st, Access access = Access::read);
 
 /// Why `dir` cannot be a cache folder, as one line naming it ("/x is not a folder (it is a
 /// regular file)", "/x is refused as a kernel cache folder: writable by group or others (fix
@@ -80,7 +91,7 @@ std::optional<std::string> trust_problem(const struct stat& st);
 /// is looked at through links; a fan-out folder is kiln's own, so a link there is refused.
 enum class FolderKind { top, fanout };
 std::optional<std::string> folder_problem(const std::filesystem::path& dir, FolderKind kind,
-                                          bool* missing = nullptr);
+                                          Access access, bool* missing = nullptr);
 
 /// Why new entries cannot be written into `dir` (one line), or nullopt when they can. With
 /// `create`, a missing folder is created 0700 (its parents too). The check writes and removes

@@ -26,16 +26,19 @@ namespace kiln::cache {
 
 class DiskCache {
  public:
-  /// Does not create `dir` (store does, 0700); checks it if it exists.
-  explicit DiskCache(std::filesystem::path dir);
+  /// Does not create `dir` (store does, 0700); checks it if it exists. With Access::read (a
+  /// deployed cache), nothing is ever written there: no folders, entries, locks or access times.
+  explicit DiskCache(std::filesystem::path dir, Access access = Access::write);
 
   /// The binary stored under `key`; nullopt on a miss, on an unusable folder, or on a bad
-  /// entry (a failed check is logged as a warning and counted in stats().bad_entries).
+  /// entry (a failed check is logged as a warning and counted in stats().bad_entries). A hit
+  /// in a writable cache marks the entry used (its access time) for least-recently-used pruning.
   std::optional<Binary> load(const Key& key) const;
 
   /// Atomically writes the entry for `key` (and, when `source_to_save_or_empty` is not empty,
-  /// <hex>.cu beside it). Failures are logged, never thrown: the caller has its binary anyway.
-  void store(const Key& key, const Binary& bin, std::string_view source_to_save_or_empty);
+  /// <hex>.cu beside it); true when the entry was written. Failures are logged, never thrown:
+  /// the caller has its binary anyway.
+  bool store(const Key& key, const Binary& bin, std::string_view source_to_save_or_empty);
 
   /// Where this cache's files are (entry_path, lock_path, source_path, ...).
   const CacheLayout& layout() const noexcept { return layout_; }
@@ -45,15 +48,17 @@ class DiskCache {
   std::filesystem::path source_path(const Key& key) const { return layout_.source_path(key); }
 
   const std::filesystem::path& dir() const noexcept { return layout_.dir(); }
-  /// False when the folder exists but was refused (wrong owner or writable by others).
+  /// False when the folder exists but may not be read (cache_layout.hpp's trust rule).
   bool usable() const noexcept { return usable_; }
 
-  /// Creates the fan-out folder for `key` (and `dir`) 0700 if missing and checks them.
-  /// False, with a logged warning, if they cannot be made or are refused.
+  /// Creates the fan-out folder for `key` (and `dir`) 0700 if missing and checks that this
+  /// user may write there. False, with a logged warning, if they cannot be made or are refused,
+  /// and always for a read-only cache.
   bool prepare_folder(const Key& key);
 
  private:
   CacheLayout layout_;
+  Access access_;
   bool usable_ = true;
 };
 

@@ -16,8 +16,8 @@
 namespace kiln::cache {
 
 enum class EntryUse {
-  load,     // a program uses the entry: its access time is updated (least-recently-used order)
-  inspect,  // kiln-cache looks at it: the access time is left alone
+  load,  // a program uses the entry: its access time is updated (least-recently-used order)
+  look,  // kiln-cache looks at it, or a program reads a read-only cache: nothing is changed
 };
 
 struct EntryRead {

@@ -62,6 +62,10 @@ class RegularFile {
   struct stat st_ {};
 };
 
+/// The largest file kiln reads that a user names: a manifest, a raw kernel's .cu, .cubin, .ptx
+/// or .fatbin and the headers it includes.
+inline constexpr std::uint64_t kMaxUserFileBytes = std::uint64_t{1} << 30;
+
 /// read_all of RegularFile::open(path) with links followed (a path the user named); nullopt
 /// with `why` set ("cannot open: No such file or directory", "it is a character device, not a
 /// regular file", ...).

@@ -177,6 +177,7 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
 
 std::vector<cache::CompileRequest> ElementwiseKernel::compile_requests(const aot_target& t,
                                                                        int arch) const {
+  cache::check_arch(arch);
   std::vector<cache::CompileRequest> out;
   for (const auto& spec : specs(t)) out.push_back(compile_request(spec, arch));
   return out;
@@ -188,6 +189,7 @@ std::string ElementwiseKernel::source(const codegen::ElementwiseSpec& spec) cons
 
 cache::CompileRequest ElementwiseKernel::compile_request(const codegen::ElementwiseSpec& spec,
                                                          int arch) const {
+  cache::check_arch(arch);
   cache::CompileRequest req;
   req.source = source(spec);
   req.kernel_name = def_->name;

@@ -95,6 +95,7 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
 }
 
 std::vector<cache::CompileRequest> ReductionKernel::compile_requests(const aot_target& t, int arch) const {
+  cache::check_arch(arch);
   std::vector<cache::CompileRequest> out;
   for (const auto& spec : specs(t)) out.push_back(compile_request(spec, arch));
   return out;
@@ -103,6 +104,7 @@ std::vector<cache::CompileRequest> ReductionKernel::compile_requests(const aot_t
 std::string ReductionKernel::source(const ReductionSpec& spec) const { return codegen::emit_reduction(*def_, spec); }
 
 cache::CompileRequest ReductionKernel::compile_request(const ReductionSpec& spec, int arch) const {
+  cache::check_arch(arch);
   cache::CompileRequest req;
   req.source = source(spec);
   req.kernel_name = def_->name;
