@@ -7,12 +7,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 #include <system_error>
 
 #include "kiln/cache/nvrtc_archs.hpp"
+#include "kiln/cache/regular_file.hpp"
 #include "kiln/runtime/detail/log.hpp"
 #include "kiln/runtime/error.hpp"
 
@@ -106,6 +105,9 @@ fs::path loaded_nvrtc_path() {
   return found;
 }
 
+// A toolkit's version.json is a few kB; a larger file is not one.
+constexpr std::uint64_t kVersionJsonMaxBytes = std::uint64_t{1} << 20;
+
 bool looks_like_version(std::string_view v, std::string_view prefix) {
   if (v.substr(0, prefix.size()) != prefix || v.size() <= prefix.size()) return false;
   for (char c : v)
@@ -128,10 +130,9 @@ std::string find_build_version(int major, int minor) {
   // Look a few folders up from the library for version.json or nvidia_cuda_nvrtc-*.dist-info.
   fs::path d = (ec ? lib : real).parent_path();
   for (int up = 0; up < 4 && !d.empty(); ++up, d = d.parent_path()) {
-    if (std::ifstream json(d / "version.json"); json) {
-      std::stringstream ss;
-      ss << json.rdbuf();
-      const std::string text = ss.str();
+    std::string why;
+    if (const auto json = read_regular_file(d / "version.json", kVersionJsonMaxBytes, why)) {
+      const std::string& text = *json;
       const auto at = text.find("\"cuda_nvrtc\"");
       const auto ver = at == std::string::npos ? at : text.find("\"version\"", at);
       const auto q1 = ver == std::string::npos ? ver : text.find('"', text.find(':', ver));

@@ -101,7 +101,8 @@ std::string describe_holder(int fd) {
   std::string who = "process " + std::to_string(pid);
   if (this_host() != host) return who + " on host " + host + " (pid in lock file)";
   who += " (pid in lock file)";
-  // /proc/<pid>/stat is "pid (comm) S ...": S == 'T' is stopped, e.g. by Ctrl-Z.
+  // /proc/<pid>/stat is "pid (comm) S ...": S == 'T' is stopped, e.g. by Ctrl-Z. (procfs files
+  // report size 0, so this one read is not regular_file.hpp's; procfs never blocks.)
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   std::getline(stat, line);

@@ -108,9 +108,8 @@ struct FolderRepair {
   std::size_t fixed = 0;            // folders whose group/other write bits were removed
   std::vector<std::string> errors;  // refused folders kiln cannot repair, with why
 };
-/// verify --fix: removes group/other write permission from the refused folders of `inv` that
-/// this user owns (the mode kiln would have created them with); another user's folder is
-/// reported, never changed.
+/// verify --fix: removes group/other write permission (chmod go-w) from the refused folders of
+/// `inv` that this user owns; another user's folder is reported, never changed.
 FolderRepair repair_folder_modes(const Inventory& inv);
 
 /// precompile --shared: makes `dir`, its fan-out folders and kiln's files in them that this
