@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Times kiln's benchmark cases in CuPy, in the same run on the same GPU, and prints a
-side-by-side table with ratios.
+side-by-side table with ratios; the CUDA graph cases (graph_*) are also timed in PyTorch
+(torch.cuda.CUDAGraph) when it is installed, in a second table.
 
     .gpu/kiln_bench > bench.json && python3 bench/compare_cupy.py bench.json [combined.json]
     .gpu/kiln_lib_bench > lib.json && python3 bench/compare_cupy.py bench.json combined.json --also lib.json
@@ -192,6 +193,118 @@ void my_add(const float* x1, const float* x2, float* y) {
     return out
 
 
+# CUDA graphs (issue 17): 100 tiny in-place kernels (x *= 1.0001 on 256 float32), eager and
+# replayed from a graph captured once, on one stream; as kiln_bench's case_graphs measures
+# them. Per kernel, host plus GPU: wall time of 20 rounds (100 eager calls or one replay) and a
+# synchronize, over 2000 kernels; median of 7 rounds.
+GRAPH_KERNELS, GRAPH_REPS, GRAPH_ROUNDS = 100, 20, 7
+
+
+def graph_input():
+    return [1.0 + (i % 17) / 17.0 for i in range(256)]
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+
+
+def wall_us_per_kernel(round_fn, sync, kernels):
+    for _ in range(GRAPH_REPS):
+        round_fn()
+    sync()
+    res = []
+    for _ in range(GRAPH_ROUNDS):
+        t0 = time.perf_counter()
+        for _ in range(GRAPH_REPS):
+            round_fn()
+        sync()
+        res.append((time.perf_counter() - t0) * 1e6 / (GRAPH_REPS * kernels))
+    return median(res)
+
+
+def replay_split(launch, stream, event_type, elapsed_ms):
+    """Host microseconds of one replay call, and device microseconds per kernel of a replay."""
+    host, gpu = [], []
+    for _ in range(GRAPH_ROUNDS):
+        start, stop = event_type(), event_type()
+        start.record(stream)
+        t0 = time.perf_counter()
+        for _ in range(GRAPH_REPS):
+            launch()
+        host.append((time.perf_counter() - t0) * 1e6 / GRAPH_REPS)
+        stop.record(stream)
+        stop.synchronize()
+        gpu.append(elapsed_ms(start, stop) * 1e3 / (GRAPH_REPS * GRAPH_KERNELS))
+    return median(host), median(gpu)
+
+
+def cupy_graph_cases():
+    out = {}
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        x = cp.asarray(graph_input(), dtype=cp.float32)
+
+        def hundred():
+            for _ in range(GRAPH_KERNELS):
+                x.__imul__(1.0001)
+
+        hundred()
+        s.synchronize()
+        out["graph_eager_100_tiny_us_per_kernel"] = ("us", wall_us_per_kernel(hundred, s.synchronize, GRAPH_KERNELS))
+        caps = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            s.begin_capture()
+            hundred()
+            g = s.end_capture()
+            caps.append((time.perf_counter() - t0) * 1e3)
+        out["graph_capture_instantiate_100_ms"] = ("ms", median(caps))
+        g.launch(s)
+        s.synchronize()
+        out["graph_replay_100_tiny_us_per_kernel"] = (
+            "us", wall_us_per_kernel(lambda: g.launch(s), s.synchronize, GRAPH_KERNELS))
+        host, gpu = replay_split(lambda: g.launch(s), s, cp.cuda.Event, cp.cuda.get_elapsed_time)
+        out["graph_replay_host_us"] = ("us", host)
+        out["graph_replay_gpu_us_per_kernel"] = ("us", gpu)
+    return out
+
+
+def torch_graph_cases():
+    import torch  # the GPU machine's python has it; elsewhere this table is left out
+
+    out = {}
+    s = torch.cuda.Stream()
+    x = torch.tensor(graph_input(), dtype=torch.float32, device="cuda")
+    torch.cuda.synchronize()
+
+    def hundred():
+        for _ in range(GRAPH_KERNELS):
+            x.mul_(1.0001)
+
+    with torch.cuda.stream(s):
+        hundred()
+        s.synchronize()
+        out["graph_eager_100_tiny_us_per_kernel"] = ("us", wall_us_per_kernel(hundred, s.synchronize, GRAPH_KERNELS))
+        caps = []
+        for _ in range(5):
+            g = torch.cuda.CUDAGraph()
+            t0 = time.perf_counter()
+            with torch.cuda.graph(g, stream=s):  # (it synchronizes and collects garbage first)
+                hundred()
+            caps.append((time.perf_counter() - t0) * 1e3)
+        out["graph_capture_instantiate_100_ms"] = ("ms", median(caps))
+        g.replay()
+        s.synchronize()
+        out["graph_replay_100_tiny_us_per_kernel"] = (
+            "us", wall_us_per_kernel(g.replay, s.synchronize, GRAPH_KERNELS))
+        host, gpu = replay_split(g.replay, s, lambda: torch.cuda.Event(enable_timing=True),
+                                 lambda a, b: a.elapsed_time(b))
+        out["graph_replay_host_us"] = ("us", host)
+        out["graph_replay_gpu_us_per_kernel"] = ("us", gpu)
+    return out
+
+
 def cupy_library_cases():
     """The library-backed cases of kiln_lib_bench: sort, SVD, matmul (FP32 and TF32)."""
     out = {}
@@ -232,8 +345,14 @@ def main():
     for path in also:
         kiln.update({c["name"]: c for c in json.load(open(path))["cases"]})
     cupy = cupy_cases()
+    cupy.update(cupy_graph_cases())
     if also:
         cupy.update(cupy_library_cases())
+    try:
+        torch = torch_graph_cases()
+    except Exception as e:  # no PyTorch (or no CUDA build of it): the second table is left out
+        print(f"PyTorch graph cases left out: {e}")
+        torch = {}
     copy_kiln = kiln.get("copy_2GiB", {}).get("value")
     copy_cupy = cupy["copy_2GiB"][1]
     rows = []
@@ -249,8 +368,19 @@ def main():
                          cupy_over_copy=(cv / copy_cupy if unit == "GB/s" and cv else None)))
         fmt = lambda v: f"{v:10.3f}" if isinstance(v, (int, float)) else f"{'-':>10}"
         print(f"{name:34} {unit:5} {fmt(kv)} {fmt(cv)} {fmt(ratio)} {fmt(vs_copy)}")
+    torch_rows = []
+    if torch:
+        print(f"\n{'case':34} {'unit':5} {'kiln':>10} {'torch':>10} {'kiln/torch':>10}")
+        for name in sorted(torch):
+            kv = kiln.get(name, {}).get("value")
+            unit, tv = torch[name]
+            ratio = kv / tv if kv is not None and tv else None
+            torch_rows.append(dict(name=name, unit=unit, kiln=kv, torch=tv, kiln_over_torch=ratio))
+            fmt = lambda v: f"{v:10.3f}" if isinstance(v, (int, float)) else f"{'-':>10}"
+            print(f"{name:34} {unit:5} {fmt(kv)} {fmt(tv)} {fmt(ratio)}")
     if len(args) > 1:
-        json.dump(dict(kiln=list(kiln.values()), rows=rows), open(args[1], "w"), indent=1)
+        json.dump(dict(kiln=list(kiln.values()), rows=rows, torch_rows=torch_rows),
+                  open(args[1], "w"), indent=1)
 
 
 if __name__ == "__main__":

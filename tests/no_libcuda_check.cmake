@@ -1,5 +1,5 @@
-# ctest cpu.no_libcuda: no kiln binary may need libcuda, so every one starts on a machine
-# without an NVIDIA driver. Fails (never passes vacuously) when readelf is missing, when no
+# ctest cpu.no_libcuda: no kiln binary may need libcuda or libnccl, so every one starts on a
+# machine without an NVIDIA driver or NCCL (both are loaded at run time). Fails (never passes vacuously) when readelf is missing, when no
 # file is given, or when a given file is missing or not an ELF file readelf can read.
 #   cmake -P no_libcuda_check.cmake -- <binary>...
 find_program(READELF readelf)
@@ -31,5 +31,9 @@ foreach(f IN LISTS files)
   if(bad)
     message(FATAL_ERROR "${f} needs libcuda (${bad}); reach the driver through runtime/driver_api instead")
   endif()
-  message(STATUS "no libcuda: ${f}")
+  string(REGEX MATCH "NEEDED[^\n]*libnccl[^\n]*" bad "${out}")
+  if(bad)
+    message(FATAL_ERROR "${f} needs libnccl (${bad}); reach NCCL through ops/library/src/nccl_library.cpp instead")
+  endif()
+  message(STATUS "no libcuda, no libnccl: ${f}")
 endforeach()

@@ -144,10 +144,18 @@ template <class T> __device__ __forceinline__ auto kiln_abs(T a) {
 }
 
 // kiln-section kiln_sign
+// Complex: NumPy 2's z / |z|; an infinite part gives +-1 on its axis (both infinite: nan).
 template <class T> __device__ __forceinline__ T kiln_sign(T a) {
   if constexpr (kiln_traits<T>::is_complex) {
-    if (a.real() == 0 && a.imag() == 0) return T(0);
-    return a / abs(a);
+    typedef typename T::value_type V;
+    const V x = a.real(), y = a.imag(), h = hypot(x, y);
+    if (isnan(h)) return T(h, h);
+    if (isinf(h)) {
+      if (isinf(x)) return isinf(y) ? T(y - y, y - y) : T(x > 0 ? V(1) : V(-1), V(0));
+      return T(V(0), y > 0 ? V(1) : V(-1));
+    }
+    if (h == V(0)) return T(V(0), V(0));
+    return T(x / h, y / h);
   } else if constexpr (kiln_xint<T>::value) {
     return T((T(0) < a) - (a < T(0)));
   } else {
@@ -157,9 +165,22 @@ template <class T> __device__ __forceinline__ T kiln_sign(T a) {
 }
 
 // kiln-section kiln_reciprocal
+// Complex: NumPy's own formula (not 1 / z), each step rounded once: its results bit for bit.
 template <class T> __device__ __forceinline__ T kiln_reciprocal(T a) {
-  if constexpr (kiln_xint<T>::value) return a == 0 ? T(0) : T(1 / a);
-  else return T(1) / a;
+  if constexpr (kiln_xint<T>::value) {
+    return a == 0 ? T(0) : T(1 / a);
+  } else if constexpr (kiln_traits<T>::is_complex) {
+    typedef typename T::value_type V;
+    const V x = a.real(), y = a.imag();
+    if (fabs(y) <= fabs(x)) {
+      const V r = y / x, d = kiln_add_rn(x, kiln_mul_rn(y, r));
+      return T(V(1) / d, -r / d);
+    }
+    const V r = x / y, d = kiln_add_rn(kiln_mul_rn(x, r), y);
+    return T(r / d, V(-1) / d);
+  } else {
+    return T(1) / a;
+  }
 }
 template <class T> __device__ __forceinline__ T kiln_square(T a) { return T(a * a); }
 
@@ -224,9 +245,34 @@ template <class T> __device__ __forceinline__ T kiln_log2(T a) {
     return log(a) * V(1.44269504088896340735992468100189214);
   } else return log2(a);
 }
+// expm1 of complex: NumPy's (expm1(x) cos y - 2 sin^2(y/2), e^x sin y), free of the
+// cos y - 1 cancellation near 0 (expm1(1e-30j) has real part -5e-61), infinities as NumPy's.
 template <class T> __device__ __forceinline__ T kiln_expm1(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return exp(a) - T(1); else return expm1(a);
+  if constexpr (kiln_traits<T>::is_complex) {
+    typedef typename T::value_type V;
+    const V x = a.real(), y = a.imag(), h = sin(y * V(0.5));
+    return T(expm1(x) * cos(y) - V(2) * h * h, exp(x) * sin(y));
+  } else {
+    return expm1(a);
+  }
 }
+// log1p of complex: log|1 + z| + i atan2(y, 1 + x). Near |1 + z| = 1 the real part is
+// log1p(2x + x^2 + y^2) / 2 with that sum in about twice the working precision (exact
+// products and sums), so small z keep their digits (NumPy's log(hypot(1 + x, y)) loses
+// them: log1p(1e-20+0j) is 0 there); elsewhere, and for infinities and NaNs, NumPy's form.
 template <class T> __device__ __forceinline__ T kiln_log1p(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return log(a + T(1)); else return log1p(a);
+  if constexpr (kiln_traits<T>::is_complex) {
+    typedef typename T::value_type V;
+    const V x = a.real(), y = a.imag(), u = x + V(1), h = hypot(u, y);
+    const V im = atan2(y, u);
+    if (!(h > V(0.71) && h < V(1.73)) || !isfinite(x) || !isfinite(y)) return T(log(h), im);
+    // 2x + x^2 + y^2 = s (+ small corrections): x^2 and y^2 as exact pairs, then two-sums.
+    const V px = kiln_mul_rn(x, x), ex = fma(x, x, -px), py = kiln_mul_rn(y, y), ey = fma(y, y, -py);
+    const V tx = V(2) * x;
+    const V s1 = tx + px, b1 = s1 - tx, e1 = (tx - (s1 - b1)) + (px - b1);
+    const V s2 = s1 + py, b2 = s2 - s1, e2 = (s1 - (s2 - b2)) + (py - b2);
+    return T(V(0.5) * log1p(s2 + (e1 + e2 + ex + ey)), im);
+  } else {
+    return log1p(a);
+  }
 }

@@ -6,6 +6,16 @@
 // float-only kernel parses none of their headers.
 
 // kiln-section kiln_core
+// The first statement of every generated kernel. In a graph kiln captured, a kiln kernel that
+// follows another kernel is launched once that kernel's blocks have all started (a
+// programmatic edge, ops/engine/src/graph/programmatic_edges.cpp) and waits here until it has
+// finished and its writes are visible. Launched any other way there is nothing to wait for.
+__device__ __forceinline__ void kiln_grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 template <bool kiln_b> struct kiln_enable {};
 template <> struct kiln_enable<true> { typedef void type; };
 

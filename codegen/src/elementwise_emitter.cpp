@@ -296,6 +296,7 @@ std::string emit_elementwise(const ElementwiseDefinition& def, const Elementwise
   SourceWriter w(def.name + ".cu");
   emit_prologue(w, def, s, {def.operation, def.preamble, def.loop_prep, def.after_loop});
   emit_signature(w, def, s);
+  w.line("  kiln_grid_dependency_wait();");  // before anything reads memory (loop_prep too)
   w.line("  const kiln_loop_index<kiln_idx> _ind{{kiln_n, 0}};");
   w.line("  (void)_ind;");
   w.user("loop_prep", def.loop_prep);

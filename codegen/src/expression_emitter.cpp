@@ -1,8 +1,8 @@
 #include "kiln/codegen/expression_emitter.hpp"
 
-#include <iterator>
-
 #include <fmt/format.h>
+
+#include <iterator>
 
 #include "kiln/codegen/op_table.hpp"
 

@@ -156,6 +156,20 @@ std::string operand_names(std::span<const operand_type> operands) {
   return s;
 }
 
+// Whether the strong (array) operands promote to an integer dtype: only then does a comparison
+// with an out-of-range Python int have NumPy's exact answer (a bool array promotes with it to
+// int64 and converts it, raising past int64).
+bool strong_integer(std::span<const operand_type> operands) {
+  bool any = false;
+  dtype t = bool_;
+  for (const auto& o : operands)
+    if (!o.weak) {
+      t = any ? result_type(t, o.type) : o.type;
+      any = true;
+    }
+  return any && t.is_integer();
+}
+
 }  // namespace
 
 const op_row& op_info(op_id id) noexcept { return kRows[std::size_t(id)]; }
@@ -196,12 +210,19 @@ op_types resolve_uncached(op_id id, std::span<const operand_type> operands) {
     throw TypeError(fmt::format("{} is not supported for {} (NumPy has no loop for {})", row.name,
                                 operand_names(operands), common));
   if (row.bool_as_int8 && common == bool_) common = int8;
-  op_types t{common, compute_of(common), common};
+  op_types t{common, compute_of(common), common, common};
   switch (row.rule) {
-    case result_rule::common: break;
+    case result_rule::common:
+      if (id == op_id::where) t.fit = scalar_fit::wrap;
+      break;
     case result_rule::boolean:
       t.result = bool_;
-      if (row.operands_as_bool) t.compute = bool_;
+      if (row.operands_as_bool) {
+        t.compute = t.scalar = bool_;
+        t.fit = scalar_fit::truth;
+      } else if (strong_integer(operands)) {
+        t.fit = scalar_fit::compare;
+      }
       break;
     case result_rule::floating:
       // NumPy picks the first float loop every operand casts to safely: for integers that is
@@ -215,10 +236,12 @@ op_types resolve_uncached(op_id id, std::span<const operand_type> operands) {
           t.result = result_type(t.result, floating_of(o.weak ? common : o.type));
       }
       t.compute = compute_of(t.result);
+      t.scalar = t.result;  // the float loop (arctan2(int8 array, 1000) converts 1000 to float16)
       break;
     case result_rule::divide:
       if (common.kind() == 'b' || common.is_integer()) t.result = float64;
       t.compute = compute_of(t.result);
+      t.scalar = t.result;
       break;
     case result_rule::real_part: t.result = real_of(common); break;
     case result_rule::angle:

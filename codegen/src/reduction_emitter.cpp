@@ -373,6 +373,7 @@ std::string emit_reduction(const ReductionDefinition& def, const ReductionSpec& 
   if (s.split) w.line("__device__ unsigned char {}[sizeof(kiln_acc)];", reduction_partial_global);
   Emit e{w, def, s};
   e.signature();
+  w.line("  kiln_grid_dependency_wait();");  // see kiln_core.cuh
   w.line("  const kiln_loop_index<kiln_idx> _in_ind{{kiln_idx(kiln_m * kiln_n), 0}}, _out_ind{{kiln_m, 0}};");
   w.line("  (void)_in_ind; (void)_out_ind;");
   e.lambdas();

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/error.hpp"
 
@@ -98,6 +99,7 @@ void set_current_device(int device) {
 }
 
 void synchronize_device() {
+  detail::refuse_during_capture("synchronize_device()", "it waits for the device");
   require_device();
   KILN_CUDA(cudaDeviceSynchronize());
 }

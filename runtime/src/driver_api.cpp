@@ -54,6 +54,8 @@ const DriverApi& driver() {
     fetch(d.cuFuncSetAttribute, "cuFuncSetAttribute");
     fetch(d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel");
     fetch(d.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    fetch(d.cuGraphKernelNodeGetParams, "cuGraphKernelNodeGetParams");
+    fetch(d.cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams");
     fetch_optional(d.cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040);
     fetch_optional(d.cuModuleGetFunctionCount, "cuModuleGetFunctionCount", 12040);
     fetch_optional(d.cuModuleEnumerateFunctions, "cuModuleEnumerateFunctions", 12040);

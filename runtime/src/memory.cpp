@@ -8,9 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
+#include "kiln/runtime/graph_memory.hpp"
 
 namespace kiln {
 namespace {
@@ -39,10 +41,10 @@ void* MemoryPool::allocate(std::size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return nullptr;
   void* p = nullptr;
   cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_, stream);
-  if (e == cudaErrorMemoryAllocation) {
+  if (e == cudaErrorMemoryAllocation && !detail::thread_capture()) {
     cudaGetLastError();
-    free_all_blocks();  // give cached blocks back, then try once more
-    e = cudaMallocFromPoolAsync(&p, bytes, pool_, stream);
+    free_all_blocks();  // give cached blocks back, then try once more (not during a capture:
+    e = cudaMallocFromPoolAsync(&p, bytes, pool_, stream);  // that waits for the device)
   }
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
@@ -96,6 +98,8 @@ void* MemoryPool::allocate(std::size_t bytes, const Stream& stream) {
 }
 
 void MemoryPool::deallocate(void* p, std::size_t bytes, const Stream& stream) noexcept {
+  if (captures_.load(std::memory_order_acquire) > 0 && p) [[unlikely]]
+    if (capture_deallocate(p, bytes, stream)) return;
   const int c = p ? small_class(bytes) : -1;
   if (c >= 0 && reusable_on(stream)) {
     std::lock_guard lock(kept_mutex_);
@@ -134,6 +138,7 @@ std::size_t MemoryPool::total_bytes() const {
 }
 
 void MemoryPool::free_all_blocks() {
+  detail::refuse_during_capture("MemoryPool::free_all_blocks()", "it waits for the device");
   int prev = -1;
   cudaGetDevice(&prev);
   if (prev != device_) cudaSetDevice(device_);
@@ -142,6 +147,93 @@ void MemoryPool::free_all_blocks() {
   if (prev != device_) cudaSetDevice(prev);
   KILN_CUDA(e);
   KILN_CUDA(cudaMemPoolTrimTo(pool_, 0));
+}
+
+// ---- graph capture ----
+
+void MemoryPool::begin_capture(cudaStream_t s, std::shared_ptr<GraphMemory> g) {
+  std::lock_guard lock(capture_mutex_);
+  capturing_.push_back({s, std::move(g)});
+  captures_.fetch_add(1, std::memory_order_release);
+}
+
+void MemoryPool::end_capture(cudaStream_t s) noexcept {
+  std::vector<DeferredFree> frees;
+  {
+    std::lock_guard lock(capture_mutex_);
+    for (std::size_t i = 0; i < capturing_.size(); ++i)
+      if (capturing_[i].stream == s) {
+        capturing_.erase(capturing_.begin() + std::ptrdiff_t(i));
+        captures_.fetch_sub(1, std::memory_order_release);
+        break;
+      }
+    if (capturing_.empty()) frees.swap(deferred_);
+  }
+  for (auto& f : frees) deallocate(f.ptr, f.bytes, f.stream);
+}
+
+std::shared_ptr<GraphMemory> MemoryPool::capture_memory(cudaStream_t s) const {
+  if (captures_.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard lock(capture_mutex_);
+  for (const auto& c : capturing_)
+    if (c.stream == s) return c.memory;
+  return nullptr;
+}
+
+bool MemoryPool::capture_deallocate(void* p, std::size_t bytes, const Stream& stream) noexcept {
+  std::shared_ptr<GraphMemory> g;
+  {
+    std::lock_guard lock(capture_mutex_);
+    for (const auto& c : capturing_)
+      if (c.stream == stream.handle()) g = c.memory;
+    if (!g) {
+      if (stream.handle() != nullptr) return false;
+      // A free on the legacy null stream would wait on a capturing blocking stream and break
+      // its capture: it runs when the last capture of this device ends.
+      try {
+        deferred_.push_back({p, bytes, stream});
+        return true;
+      } catch (const std::bad_alloc&) {
+        return false;
+      }
+    }
+  }
+  g->adopt(p, bytes, stream);
+  return true;
+}
+
+void* MemoryPool::allocate_for_graph(std::size_t bytes) {
+  detail::RelaxedCaptureMode relaxed;  // this thread is capturing another stream
+  cudaStream_t side = nullptr;
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (!graph_side_stream_) {
+      int prev = -1;
+      cudaGetDevice(&prev);
+      if (prev != device_) cudaSetDevice(device_);
+      const cudaError_t e = cudaStreamCreateWithFlags(&graph_side_stream_, cudaStreamNonBlocking);
+      if (prev != device_) cudaSetDevice(prev);
+      KILN_CUDA(e);
+    }
+    side = graph_side_stream_;
+  }
+  void* p = nullptr;
+  const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_, side);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    std::size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    throw OutOfMemoryError(
+        fmt::format("out of memory on device {} allocating {} bytes for a graph capture (cached "
+                    "blocks are not released during a capture): the pool holds {} bytes ({} in "
+                    "use), the device has {} of {} bytes free",
+                    device_, bytes, total_bytes(), used_bytes(), free_b, total_b),
+        bytes);
+  }
+  KILN_CUDA(e);
+  // Ready for every stream once the side stream has it; the capture records none of this.
+  KILN_CUDA(cudaStreamSynchronize(side));
+  return p;
 }
 
 MemoryPool& get_memory_pool(int device) {
@@ -161,7 +253,13 @@ MemoryPool& get_default_memory_pool() { return get_memory_pool(current_device())
 
 Buffer::Buffer(std::size_t bytes, int device, Stream stream)
     : bytes_(bytes), device_(device), stream_(std::move(stream)) {
-  ptr_ = get_memory_pool(device).allocate(bytes, stream_);
+  MemoryPool& pool = get_memory_pool(device);
+  if (auto g = pool.capture_memory(stream_.handle())) [[unlikely]] {
+    ptr_ = g->allocate(bytes);
+    graph_ = std::move(g);
+    return;
+  }
+  ptr_ = pool.allocate(bytes, stream_);
 }
 
 Buffer::Buffer(void* ptr, std::size_t bytes, int device, std::function<void()> release)
@@ -176,6 +274,10 @@ std::shared_ptr<Buffer> Buffer::borrow(void* ptr, std::size_t bytes, int device,
 Buffer::~Buffer() {
   if (release_) {
     release_();
+    return;
+  }
+  if (graph_) {
+    graph_->release(ptr_);
     return;
   }
   get_memory_pool(device_).deallocate(ptr_, bytes_, stream_);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/detail/driver_api.hpp"
 #include "kiln/runtime/device.hpp"
@@ -11,8 +12,26 @@ namespace kiln {
 
 using detail::driver;
 
+namespace {
+
+// During a capture the legacy null stream is not the capturing stream, and work on it would
+// break a capture of a blocking stream: refused before the launch.
+[[noreturn]] void refuse_null_stream_launch(CUfunction f) {
+  const char* name = nullptr;
+  if (!driver().cuFuncGetName || driver().cuFuncGetName(&name, f) != CUDA_SUCCESS) name = nullptr;
+  detail::throw_capture_refusal(
+      fmt::format("a launch of kernel '{}' on the legacy null stream", name ? name : "?"),
+      "the capture records the work of its own stream (which kiln::capture makes current), and "
+      "work on the null stream would break a capture of a blocking stream; launch on the "
+      "current stream (no launch_options::stream) or on the capturing one");
+}
+
+}  // namespace
+
 void Function::launch(dim3 grid, dim3 block, void** args, std::size_t shared_bytes,
                       cudaStream_t stream) const {
+  if (!stream && detail::thread_capture()) [[unlikely]]
+    refuse_null_stream_launch(f_);
   CUresult r = driver().cuLaunchKernel(f_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                        unsigned(shared_bytes), stream, args, nullptr);
   if (r == CUDA_ERROR_INVALID_CONTEXT) {
@@ -27,6 +46,8 @@ void Function::launch(dim3 grid, dim3 block, void** args, std::size_t shared_byt
 
 void Function::launch_cooperative(dim3 grid, dim3 block, void** args, std::size_t shared_bytes,
                                   cudaStream_t stream) const {
+  if (!stream && detail::thread_capture()) [[unlikely]]
+    refuse_null_stream_launch(f_);
   auto go = [&] {
     return driver().cuLaunchCooperativeKernel(f_, grid.x, grid.y, grid.z, block.x, block.y,
                                               block.z, unsigned(shared_bytes), stream, args);
@@ -64,6 +85,18 @@ std::optional<std::vector<ParamSlot>> Function::param_layout() const {
   return out;
 }
 
+std::optional<std::vector<ParamSlot>> Function::param_layout(std::size_t count) const {
+  if (!driver().cuFuncGetParamInfo) return std::nullopt;
+  std::vector<ParamSlot> out(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    std::size_t offset = 0, size = 0;
+    const CUresult r = driver().cuFuncGetParamInfo(f_, k, &offset, &size);
+    if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuFuncGetParamInfo");
+    out[k] = {std::uint32_t(offset), std::uint32_t(size)};
+  }
+  return out;
+}
+
 int Function::max_active_blocks_per_multiprocessor(int block_threads,
                                                    std::size_t shared_bytes) const {
   int n = 0;
@@ -89,6 +122,9 @@ int Function::num_registers() const {
 
 std::shared_ptr<Module> Module::load(std::string_view image, int device) {
   DeviceGuard on(device);
+  // A kernel first seen during a capture loads then: loading touches no stream, but a
+  // thread-local capture would refuse the context call below.
+  detail::RelaxedCaptureMode relaxed;
   KILN_CUDA(cudaFree(nullptr));  // makes the device's primary context current on this thread
   CUmodule m = nullptr;
   CUresult r = driver().cuModuleLoadData(&m, image.data());

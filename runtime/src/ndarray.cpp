@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -297,6 +298,8 @@ void ndarray::check_host_type(kiln::dtype t) const {
 }
 
 void ndarray::copy_to_host(void* dst) const {
+  detail::refuse_during_capture("ndarray::get() / copy_to_host()",
+                                "it copies device memory to the host and waits for the device");
   if (size_ == 0) return;
   DeviceGuard on(device());
   cudaStream_t stream = current_stream_handle();
@@ -323,6 +326,11 @@ void ndarray::copy_to_host(void* dst) const {
 }
 
 void ndarray::copy_from_host(const void* src) {
+  detail::refuse_during_capture(
+      "ndarray::copy_from_host() (asarray)",
+      "a replay would read host memory that may be gone by then, and CUDA cannot capture a copy "
+      "from pageable memory; create the array before the capture and capture kiln::copy into "
+      "it");
   if (size_ == 0) return;
   if (!is_c_contiguous())
     throw ValueError("copy_from_host needs a C-contiguous destination; copy into a "
@@ -369,6 +377,8 @@ void copy_contiguous(const ndarray& src, ndarray& dst) {
                               current_stream_handle()));
     return;
   }
+  detail::refuse_during_capture("copy between devices (copy_contiguous, to_device)",
+                                "it waits for the source device's work to finish");
   // Between GPUs: let the source's pending work finish, use peer access where the topology
   // allows (cudaMemcpyPeer stages through the host otherwise), and finish before returning so
   // neither buffer can be freed mid-copy.

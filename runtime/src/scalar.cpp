@@ -87,6 +87,44 @@ std::string scalar::str() const {
   }
 }
 
+bool scalar::fits(dtype t) const noexcept {
+  if (kind_ != kind::signed_integer && kind_ != kind::unsigned_integer) return true;
+  if (!t.is_integer()) return true;
+  const int bits = int(t.itemsize()) * 8;
+  if (t.kind() == 'u') {
+    if (kind_ == kind::signed_integer && i_ < 0) return false;
+    return bits == 64 || u_ < (std::uint64_t(1) << bits);
+  }
+  const std::int64_t hi =
+      bits == 64 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t(1) << (bits - 1)) - 1;
+  if (kind_ == kind::unsigned_integer) return u_ <= std::uint64_t(hi);
+  return i_ >= -hi - 1 && i_ <= hi;
+}
+
+scalar scalar::wrapped(dtype t) const noexcept {
+  if ((kind_ != kind::signed_integer && kind_ != kind::unsigned_integer) || !t.is_integer())
+    return *this;
+  const int bits = int(t.itemsize()) * 8;
+  const std::uint64_t mask = bits == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << bits) - 1;
+  const std::uint64_t bits_of = kind_ == kind::signed_integer ? std::uint64_t(i_) : u_;
+  const std::uint64_t low = bits_of & mask;  // the bits a C cast keeps
+  if (t.kind() == 'u') return scalar(low);
+  // Sign-extend the kept bits.
+  const std::uint64_t sign = std::uint64_t(1) << (bits - 1);
+  return scalar(std::int64_t((low ^ sign) - sign));
+}
+
+bool scalar::is_negative() const noexcept {
+  switch (kind_) {
+    case kind::signed_integer:
+      return i_ < 0;
+    case kind::floating:
+      return f_ < 0;
+    default:
+      return false;
+  }
+}
+
 void scalar::store_as(dtype t, void* dst) const {
   bool integral = kind_ != kind::floating && kind_ != kind::complex;
   bool is_unsigned = kind_ == kind::boolean || kind_ == kind::unsigned_integer;

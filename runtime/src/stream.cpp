@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
@@ -52,11 +53,13 @@ Stream Stream::null() { return Stream(nullptr, current_device(), nullptr); }
 Stream Stream::borrow(cudaStream_t handle, int device) { return Stream(handle, device, nullptr); }
 
 void Stream::synchronize() const {
+  detail::refuse_during_capture("Stream::synchronize()", "it waits for the device");
   require_device();
   KILN_CUDA(cudaStreamSynchronize(handle_));
 }
 
 bool Stream::query() const {
+  detail::refuse_during_capture("Stream::query()", "it asks the device whether work finished");
   require_device();
   cudaError_t e = cudaStreamQuery(handle_);
   if (e == cudaErrorNotReady) {
@@ -65,6 +68,22 @@ bool Stream::query() const {
   }
   KILN_CUDA(e);
   return true;
+}
+
+capture_status Stream::capture_state() const {
+  require_device();
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(handle_, &status);
+  if (e == cudaErrorStreamCaptureImplicit) {
+    cudaGetLastError();
+    return capture_status::active;
+  }
+  KILN_CUDA(e);
+  switch (status) {
+    case cudaStreamCaptureStatusActive: return capture_status::active;
+    case cudaStreamCaptureStatusInvalidated: return capture_status::invalidated;
+    default: return capture_status::none;
+  }
 }
 
 Stream current_stream() {
@@ -102,9 +121,13 @@ Event::Event(bool timing) {
 
 void Event::record(const Stream& s) { KILN_CUDA(cudaEventRecord(handle_.get(), s.handle())); }
 
-void Event::synchronize() const { KILN_CUDA(cudaEventSynchronize(handle_.get())); }
+void Event::synchronize() const {
+  detail::refuse_during_capture("Event::synchronize()", "it waits for the device");
+  KILN_CUDA(cudaEventSynchronize(handle_.get()));
+}
 
 bool Event::query() const {
+  detail::refuse_during_capture("Event::query()", "it asks the device whether work finished");
   cudaError_t e = cudaEventQuery(handle_.get());
   if (e == cudaErrorNotReady) {
     cudaGetLastError();

@@ -72,7 +72,7 @@ TEST_CASE("every ABI argument kind has the size, alignment and layout the host p
   }
 }
 
-TEST_CASE("ABI layouts: a pointer then index-width integers, padded to the alignment", "[codegen]") {
+TEST_CASE("ABI layouts; a pointer then index-width integers, padded to the alignment", "[codegen]") {
   using codegen::abi_layout;
   CHECK(abi_layout({.kind = AbiKind::strided, .ndim = 3}, 32).size == 24);  // 8 + 3*4 -> 24
   CHECK(abi_layout({.kind = AbiKind::strided, .ndim = 3}, 64).size == 32);

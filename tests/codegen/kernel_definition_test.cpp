@@ -47,7 +47,7 @@ TEST_CASE("a -D option naming a parameter, placeholder or the kernel is a Signat
   CHECK_NOTHROW(make_elementwise_definition("T x", "T y", {"y = x + N"}, "k", {"-DN=5"}));
 }
 
-TEST_CASE("an architecture option is refused: kiln compiles for the device's architecture", "[codegen]") {
+TEST_CASE("an architecture option is refused; kiln compiles for the device's architecture", "[codegen]") {
   for (const char* o : {"-arch=sm_80", "--gpu-architecture=compute_80", "-arch"})
     CHECK_THROWS_WITH(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {o}),
                       Catch::Contains("kiln-cache --arch"));

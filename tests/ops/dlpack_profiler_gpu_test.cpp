@@ -7,7 +7,7 @@
 using namespace kiln;
 using kiln::test::random_vector;
 
-TEST_CASE("a DLPack round trip shares memory: writes through one side show on the other",
+TEST_CASE("a DLPack round trip shares memory; writes through one side show on the other",
           "[ops][gpu]") {
   auto h = random_vector<double>(24);
   ndarray a = asarray(h, Shape{4, 6});

@@ -70,7 +70,7 @@ ndarray no_data(Shape shape, dtype t) {
 }
 }  // namespace
 
-TEST_CASE("every argument check comes before the device: the same ValueError with or without a GPU",
+TEST_CASE("every argument check comes before the device; the same ValueError with or without a GPU",
           "[ops]") {
   // Each of these would reach choose_device (NoDeviceError on a machine without a GPU) if the
   // check came after it.
@@ -172,10 +172,11 @@ codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::initializer_li
   std::vector<kernel_arg> args(arrays.begin(), arrays.end());
   args.emplace_back(options);
   detail::KernelCall c(k.definition());
-  const auto bound = detail::take_options(c, args);
+  const auto bound = detail::take_launch_options(c, args);
+  detail::check_argument_count(c, bound);
   detail::bind_arguments(c, bound);
-  detail::decide_loop_shape(c);
-  detail::check_outputs(c, true, c.shape);
+  detail::decide_loop_shape(c, true);
+  detail::check_outputs(c, true, c.shape, "the arguments broadcast to");
   detail::ElementwisePlan plan;
   detail::plan_elementwise(c, true, plan);
   return plan.spec;

@@ -155,7 +155,7 @@ TEST_CASE("float16 and bfloat16 compute in float32 and round once", "[gpu][ops]"
   CHECK(bad == 0);
 }
 
-TEST_CASE("integer arithmetic follows NumPy: floor division and remainder signs, division by "
+TEST_CASE("integer arithmetic follows NumPy; floor division and remainder signs, division by "
           "zero gives 0, int / int is float64", "[gpu][ops]") {
   const std::size_t n = 1001;
   auto ha = test::random_vector<std::int32_t>(n, -50, 50), hb = test::random_vector<std::int32_t>(n, -7, 7);
@@ -276,7 +276,7 @@ TEST_CASE("in-place operators write x in one kernel, with NumPy's results under 
   CHECK_THROWS_AS(i += asarray<std::int32_t>({1, 2, 3, 4, 5, 6}, Shape{2, 3}), ValueError);
 }
 
-TEST_CASE("fuse runs a lambda as one kernel: tuples of outputs and in-place arguments",
+TEST_CASE("fuse runs a lambda as one kernel; tuples of outputs and in-place arguments",
           "[gpu][ops]") {
   auto hx = test::random_vector<float>(500), hy = test::random_vector<float>(500);
   auto x = asarray<float>(hx), y = asarray<float>(hy);
@@ -296,7 +296,7 @@ TEST_CASE("fuse runs a lambda as one kernel: tuples of outputs and in-place argu
   }
 }
 
-TEST_CASE("a repeated expression structure compiles once: scalar values are arguments",
+TEST_CASE("a repeated expression structure compiles once; scalar values are arguments",
           "[gpu][ops]") {
   auto x = asarray<float>(test::random_vector<float>(64));
   ndarray a = x * 5.0f + 1;  // may compile

@@ -55,7 +55,7 @@ TEST_CASE("random generators check dtypes and ranges before touching the device"
   CHECK(rng.offset() == 0);  // nothing was drawn
 }
 
-TEST_CASE("matmul shapes follow NumPy: 1-D promotion and broadcast batch axes", "[ops]") {
+TEST_CASE("matmul shapes follow NumPy; 1-D promotion and broadcast batch axes", "[ops]") {
   using linalg::matmul_shape;
   CHECK(matmul_shape({3, 4}, {4, 5}) == Shape{3, 5});
   CHECK(matmul_shape({4}, {4, 5}) == Shape{5});

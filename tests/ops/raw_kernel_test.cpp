@@ -87,7 +87,7 @@ TEST_CASE("a RawKernel's extern \"C\" name lowers to itself and compiles", "[ops
       cache::nvrtc_compile(t.compile_requests(90)[0]).lowered_names[0].starts_with("_Z4axpyIffEv"));
 }
 
-TEST_CASE("lowered names are kept in the disk entry: a second process compiles nothing",
+TEST_CASE("lowered names are kept in the disk entry; a second process compiles nothing",
           "[ops][raw][cache]") {
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().string());
@@ -160,7 +160,7 @@ TEST_CASE("a raw compile error has the log, the options and the numbered source"
                         Contains("2 |   x[0] = undeclared;"));
 }
 
-TEST_CASE("raw kernels may include CUDA's headers: fp16, bf16, cuda/std, CUB, cooperative groups",
+TEST_CASE("raw kernels may include CUDA's headers; fp16, bf16, cuda/std, CUB, cooperative groups",
           "[ops][raw]") {
   RawKernel k(R"(
 #include <cuda_fp16.h>

@@ -122,3 +122,69 @@ TEST_CASE("reductions along axes, keepdims, members and views", "[ops][gpu]") {
   CHECK(close(linalg::norm(x, -1.0).get<float>()[0], *std::min_element(col_sums.begin(), col_sums.end())));
   CHECK(linalg::norm(x, INFINITY, {}, true).shape() == Shape{1, 1});
 }
+
+// NumPy's answers (NumPy 2.4.6): var/std propagate nan and inf for every axis length, one
+// element included ((x - mean)^2 is nan there), and divide by max(n - ddof, 0).
+TEST_CASE("var and std give nan for inf and nan elements over every axis length, as NumPy",
+          "[ops][gpu]") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const axes none(std::initializer_list<std::int64_t>{});
+  for (dtype t : {float32, float64, float16}) {
+    INFO(t.name());
+    const ndarray x = asarray<double>({nan, inf, -inf, 1.5, 2.5, -4.0}, Shape{6, 1}).astype(t);
+    auto values = [](const ndarray& r) { return r.astype(float64).get<double>(); };
+    auto poisoned = [&](const Shape& s) {
+      ndarray o = empty(s, t);
+      o.fill(7.0);
+      return o;
+    };
+    // One element per row: nan for nan, inf, -inf; 0 for the finite ones.
+    for (bool fused : {false, true}) {
+      INFO("fused " << fused);
+      ndarray v = poisoned({6}), s = poisoned({6, 1});
+      if (fused) {
+        var(x * 1, 1, false, {.out = v});
+        kiln::std(x + 0, none, false, {.out = s});  // axis=(): every element alone
+      } else {
+        var(x, 1, false, {.out = v});
+        kiln::std(x, none, false, {.out = s});
+      }
+      for (const auto& got : {values(v), values(s)}) {
+        REQUIRE(got.size() == 6);
+        for (int k = 0; k < 3; ++k) CHECK(std::isnan(got[k]));
+        for (int k = 3; k < 6; ++k) CHECK(got[k] == 0.0);
+      }
+    }
+    // Longer axes: one non-finite element makes the whole variance nan.
+    const ndarray y = asarray<double>({1, inf, 3, 4, -inf, inf, 5, 6, 7}, Shape{3, 3}).astype(t);
+    const auto vy = values(var(y, 1));
+    CHECK(std::isnan(vy[0]));
+    CHECK(std::isnan(vy[1]));
+    CHECK(vy[2] == Approx(2.0 / 3).epsilon(1e-3));
+    CHECK(std::isnan(values(kiln::std(y))[0]));
+  }
+  // ddof at or past n: m2 / 0 (inf, or nan for m2 = 0), never a negative count.
+  const ndarray a = asarray<double>({1, 2, 3}), b = asarray<double>({1, 1}),
+                c = asarray<double>({1, 2});
+  CHECK(var(a, {}, false, {.ddof = 4}).get<double>()[0] == inf);
+  CHECK(std::isnan(var(b, {}, false, {.ddof = 3}).get<double>()[0]));
+  CHECK(var(c, {}, false, {.ddof = 2}).get<double>()[0] == inf);
+  CHECK(kiln::std(a, {}, false, {.ddof = 4}).get<double>()[0] == inf);
+  CHECK(var(c, {}, false, {.ddof = -1}).get<double>()[0] == Approx(1.0 / 6));
+}
+
+TEST_CASE("0-d arrays reduce with axis 0 or -1 as with every axis, as NumPy", "[ops][gpu]") {
+  const ndarray z = asarray<float>({2.5f}).reshape(Shape{});
+  REQUIRE(z.ndim() == 0);
+  CHECK(sum(z, 0).get<float>() == std::vector<float>{2.5f});
+  CHECK(sum(z, 0).shape() == Shape{});
+  CHECK(max(z, -1, true).shape() == Shape{});
+  CHECK(max(z, -1).get<float>() == std::vector<float>{2.5f});
+  CHECK(nanmean(z, 0).get<float>() == std::vector<float>{2.5f});
+  CHECK(argmax(z, 0).get<std::int64_t>() == std::vector<std::int64_t>{0});
+  CHECK(count_nonzero(z * 1, -1).get<std::int64_t>() == std::vector<std::int64_t>{1});
+  // A reduced axis of nonzero length with an empty result: no error, an empty array.
+  const ndarray e = empty({3, 0}, float32);
+  CHECK(max(e, 0).shape() == Shape{0});
+  CHECK(argmax(e, 0).shape() == Shape{0});
+}

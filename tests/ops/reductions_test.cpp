@@ -65,3 +65,71 @@ TEST_CASE("every built-in reduction, linalg::norm's too, compiles for sm_90 for 
     }
   }
 }
+
+namespace {
+// Whether f gets past the argument checks: anything but a ValueError (without a GPU it stops
+// at the device).
+template <class F>
+bool accepted(F f) {
+  try {
+    f();
+  } catch (const ValueError&) {
+    return false;
+  } catch (const Error&) {
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE(
+    "reductions with no identity over a zero-length axis raise even when the result is "
+    "empty, as NumPy",
+    "[ops]") {
+  const ndarray a = no_memory({3, 0, 33, 0}, float64);
+  KILN_CHECK_THROWS(max(a, {0, 2, 3}), ValueError,
+                    Catch::Contains("reduction operation maximum which has no identity"));
+  KILN_CHECK_THROWS(max(a, {0, 2, 3}, true), ValueError, Catch::Contains("maximum"));
+  KILN_CHECK_THROWS(nanmax(a, {0, 2, 3}), ValueError, Catch::Contains("operation fmax"));
+  KILN_CHECK_THROWS(min(no_memory({0, 0}, int32), 1), ValueError,
+                    Catch::Contains("operation minimum"));
+  KILN_CHECK_THROWS(nanmin(no_memory({3, 0}, float32), 1), ValueError,
+                    Catch::Contains("operation fmin"));
+  KILN_CHECK_THROWS(argmax(no_memory({0, 0}, float32), 0), ValueError,
+                    Catch::Contains("argmax of an empty sequence"));
+  KILN_CHECK_THROWS(argmin(no_memory({0, 3}, float32), 0), ValueError,
+                    Catch::Contains("argmin of an empty sequence"));
+  // A reduced axis of nonzero length: an empty result, no error.
+  CHECK(accepted([] { max(no_memory({3, 0}, float32), 0); }));
+  CHECK(accepted([] { max(no_memory({0, 3}, float32), 1); }));
+  CHECK(accepted([] { argmax(no_memory({3, 0}, float32), 0); }));
+  const axes none(std::initializer_list<std::int64_t>{});  // axis=(): nothing reduced
+  CHECK(accepted([&] { max(no_memory({3, 0}, float32), none); }));
+  KILN_CHECK_THROWS(max(no_memory({3, 0}, float32)), ValueError, Catch::Contains("maximum"));
+  // Reductions with an identity never raise.
+  CHECK(accepted([&] { sum(a, {0, 2, 3}); }));
+  CHECK(accepted([&] { var(a, {0, 2, 3}); }));
+}
+
+TEST_CASE(
+    "a 0-d array reduces with an int axis 0 or -1 as axis=None, as NumPy's ufunc "
+    "reductions",
+    "[ops]") {
+  const expr z = expr(ndarray(nullptr, Shape{}, {}, 0, float32));  // 0-d, checked without memory
+  for (std::int64_t ax : {0, -1}) {
+    INFO(ax);
+    CHECK(accepted([&] { sum(z, ax); }));
+    CHECK(accepted([&] { max(z, ax, true); }));
+    CHECK(accepted([&] { nanmean(z, ax); }));
+    CHECK(accepted([&] { argmax(z, ax); }));
+    CHECK(accepted([&] { count_nonzero(z, ax); }));
+  }
+  // A list of axes, another axis, and mean/var/std (NumPy normalizes their axis first) refuse.
+  KILN_CHECK_THROWS(sum(z, {0}), ValueError,
+                    Catch::Contains("axis 0 is out of bounds for array of dimension 0"));
+  KILN_CHECK_THROWS(sum(z, 1), ValueError, Catch::Contains("axis 1 is out of bounds"));
+  KILN_CHECK_THROWS(sum(z, -2), ValueError, Catch::Contains("axis -2 is out of bounds"));
+  KILN_CHECK_THROWS(mean(z, 0), ValueError, Catch::Contains("axis 0 is out of bounds"));
+  KILN_CHECK_THROWS(var(z, -1), ValueError, Catch::Contains("axis -1 is out of bounds"));
+  KILN_CHECK_THROWS(kiln::std(z, 0), ValueError, Catch::Contains("axis 0 is out of bounds"));
+  CHECK(accepted([&] { mean(z, axes(std::initializer_list<std::int64_t>{})); }));
+}

@@ -41,7 +41,7 @@ std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 }  // namespace
 
 TEST_CASE(
-    "record on the GPU, precompile into a fresh folder, rerun with compiling forbidden: zero "
+    "record on the GPU, precompile into a fresh folder, rerun with compiling forbidden; zero "
     "compiles",
     "[tools][gpu]") {
   kiln::test::TempDir tmp;

@@ -453,7 +453,7 @@ TEST_CASE("kiln-cache names the archs NVRTC supports for a bad --arch, and parse
   CHECK_THAT(version.output, Contains("kiln-cache ") && Contains("NVRTC"));
 }
 
-TEST_CASE("the golden manifest parses: every kind, in format 1", "[tools]") {
+TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
   const fs::path golden = fs::path(KILN_TEST_SOURCE_DIR) / "tools" / "golden" / "manifest_v1.json";
   const auto m = kiln::tools::read_manifest(golden);
   CHECK(m.archs == std::vector<int>{80, 90});
@@ -506,7 +506,7 @@ TEST_CASE("the golden manifest parses: every kind, in format 1", "[tools]") {
   for (const auto& e : samples.entries) CHECK(!kiln::tools::expand_entry(samples, e, 90).empty());
 }
 
-TEST_CASE("record mode lines round-trip: record, precompile into a fresh folder, every key present",
+TEST_CASE("record mode lines round-trip; record, precompile into a fresh folder, every key present",
           "[tools]") {
   kiln::test::TempDir tmp;
   const auto record = tmp.path() / "recorded.jsonl";

@@ -16,6 +16,11 @@
 
 namespace kiln::detail {
 
+/// Rows a captured sort may have: up to here cub::DeviceSegmentedSort sorts without
+/// partitioning the segments (CUB's smallest PARTITIONING_THRESHOLD); beyond, it copies the
+/// partition sizes to the host and waits, which a graph capture cannot record.
+inline constexpr std::int64_t kMaxCapturedSortRows = 300;
+
 enum class sort_key_kind : std::uint8_t { unsigned_int, signed_int, floating };
 
 struct SortJob {

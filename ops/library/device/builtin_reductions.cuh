@@ -24,6 +24,22 @@ __device__ __forceinline__ kiln_arg kiln_arg_pick(const kiln_arg& kiln_a, const 
 }
 struct kiln_sn { kiln_R s; long long n; };
 struct kiln_welford { kiln_R n, mean, m2; };
+// One element's moments. m2 is (x - x)^2: 0 for a finite x, nan for inf or nan, as NumPy's
+// (x - mean)^2 at one element, so a non-finite value makes var/std nan for every axis length
+// (a single inf or nan included), as NumPy does.
+// (Templates: instantiated only by var/std, so complex rows sharing this preamble compile.)
+template <class kiln_X>
+__device__ __forceinline__ kiln_welford kiln_welford_one(const kiln_X& kiln_x) {
+  const kiln_R kiln_v = kiln_cast<kiln_R>(kiln_x), kiln_d = kiln_v - kiln_v;
+  return kiln_welford{kiln_R(1), kiln_v, kiln_d * kiln_d};
+}
+// The variance of the moments: NumPy divides by max(n - ddof, 0), so a ddof at or past n gives
+// inf (or nan where m2 is 0), never a negative count.
+template <class kiln_W>
+__device__ __forceinline__ kiln_R kiln_welford_var(const kiln_W& kiln_w, long long kiln_ddof) {
+  const kiln_R kiln_n = kiln_w.n - kiln_R(kiln_ddof);
+  return kiln_w.m2 / (kiln_n > kiln_R(0) ? kiln_n : kiln_R(0));
+}
 __device__ __forceinline__ kiln_welford kiln_welford_merge(const kiln_welford& kiln_a, const kiln_welford& kiln_b) {
   if (kiln_a.n == kiln_R(0)) return kiln_b;
   if (kiln_b.n == kiln_R(0)) return kiln_a;

@@ -11,7 +11,31 @@
 
 namespace kiln::detail {
 
-enum class builtin : std::uint8_t { sum, prod, min, max, nanmin, nanmax, nansum, nanprod, mean, nanmean, var, std, argmin, argmax, all_of, any, count_nonzero, norm2, norm1, norm_inf, norm_minus_inf, norm0, count_ };
+enum class builtin : std::uint8_t {
+  sum,
+  prod,
+  min,
+  max,
+  nanmin,
+  nanmax,
+  nansum,
+  nanprod,
+  mean,
+  nanmean,
+  var,
+  std,
+  argmin,
+  argmax,
+  all_of,
+  any,
+  count_nonzero,
+  norm2,
+  norm1,
+  norm_inf,
+  norm_minus_inf,
+  norm0,
+  count_
+};
 
 /// The row of a built-in (static: its address keys its kernels).
 const reduction_code& builtin_code(builtin b);

@@ -3,6 +3,7 @@
 #include <cstddef>
 
 #include "kiln/engine/elementwise_builtins.hpp"
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/device.hpp"
 
 namespace kiln {
@@ -36,6 +37,9 @@ void fill(ndarray& a, const scalar& value) {
 }
 
 ndarray to_device(const ndarray& a, int device) {
+  if (device != a.device())
+    detail::refuse_during_capture("to_device() to another device",
+                                  "a copy between devices waits for the source device's work");
   ndarray src = a.is_c_contiguous() ? a : copy(a);
   ndarray out;
   {

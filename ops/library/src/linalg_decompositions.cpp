@@ -127,6 +127,7 @@ svd_result svd_wide(const ndarray& a, bool full, bool uv, svd_method method) {
 }  // namespace
 
 svd_result svd(const ndarray& a_in, bool full_matrices, bool compute_uv, svd_method method) {
+  detail::refuse_solver_in_capture("svd");
   detail::require_matrix("svd", a_in, false);
   const dtype t = detail::solver_dtype("svd", a_in.dtype());
   const svd_shapes shapes = svd_shape(a_in.shape(), full_matrices, compute_uv);
@@ -153,6 +154,7 @@ svd_result svd(const ndarray& a_in, bool full_matrices, bool compute_uv, svd_met
 }
 
 qr_result qr(const ndarray& a_in) {
+  detail::refuse_solver_in_capture("qr");
   detail::require_matrix("qr", a_in, false);
   const dtype t = detail::solver_dtype("qr", a_in.dtype());
   const qr_shapes shapes = qr_shape(a_in.shape());
@@ -175,7 +177,7 @@ qr_result qr(const ndarray& a_in) {
                            static_cast<int*>(info.data())));
   });
   // r[i][j] = A_col(i, j) = buffer[j * m + i] for i <= j, else 0.
-  static const ElementwiseKernel upper("raw T a, int64 m, int64 n", "T r",
+  static const ElementwiseKernel& upper = *new ElementwiseKernel("raw T a, int64 m, int64 n", "T r",
                                        "const long long row = i / n, col = i % n;"
                                        "r = row <= col ? a[col * m + row] : T(0)",
                                        "kiln_qr_upper");
@@ -199,6 +201,7 @@ qr_result qr(const ndarray& a_in) {
 }
 
 eigh_result eigh(const ndarray& a_in, char uplo) {
+  detail::refuse_solver_in_capture("eigh");
   detail::require_matrix("eigh", a_in, true);
   const dtype t = detail::solver_dtype("eigh", a_in.dtype());
   if (uplo != 'L' && uplo != 'U')

@@ -7,6 +7,7 @@
 
 #include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/library/linalg.hpp"
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -51,6 +52,14 @@ void check_blas(cublasStatus_t s, const char* call) {
   throw CudaError(what, int(s));
 }
 
+void refuse_solver_in_capture(const char* op) {
+  if (!kiln::detail::thread_capture()) return;
+  kiln::detail::throw_capture_refusal(
+      fmt::format("linalg.{}", op),
+      "it reads cuSOLVER's status back to the host (to raise LinAlgError), which waits for the "
+      "device");
+}
+
 void check_solver(cusolverStatus_t s, const char* call) {
   if (s == CUSOLVER_STATUS_SUCCESS) return;
   std::string what = fmt::format("{} failed: {} ({})", call, solver_status_name(s), int(s));
@@ -65,6 +74,7 @@ cublasHandle_t blas_handle() {
   auto it = map.find(device);
   if (it == map.end()) {
     cublasHandle_t h = nullptr;
+    kiln::detail::RelaxedCaptureMode relaxed;  // a first use inside a graph capture
     KILN_CUBLAS(cublasCreate(&h));
     // Compute types are chosen per call (FP32 exact unless TF32 is asked for).
     KILN_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
@@ -80,6 +90,7 @@ cusolverDnHandle_t solver_handle() {
   auto it = map.find(device);
   if (it == map.end()) {
     cusolverDnHandle_t h = nullptr;
+    kiln::detail::RelaxedCaptureMode relaxed;
     KILN_CUSOLVER(cusolverDnCreate(&h));
     it = map.emplace(device, h).first;
   }
@@ -128,7 +139,7 @@ void require_matrix(const char* op, const ndarray& a, bool square) {
 ndarray eye(std::int64_t n, dtype t) {
   ndarray out({n, n}, t);
   if (n == 0) return out;
-  static const ElementwiseKernel k("int64 n", "T z", "z = (i / n == i % n) ? T(1) : T(0)",
+  static const ElementwiseKernel& k = *new ElementwiseKernel("int64 n", "T z", "z = (i / n == i % n) ? T(1) : T(0)",
                                    "kiln_eye");
   k(n, out);
   return out;

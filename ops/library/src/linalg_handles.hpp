@@ -18,6 +18,9 @@ cusolverDnHandle_t solver_handle();
 cusolverDnParams_t solver_params();
 
 void check_blas(cublasStatus_t s, const char* call);
+/// CaptureError during a graph capture: the cuSOLVER-based functions read the solver's status
+/// on the host (LinAlgError), which waits for the device.
+void refuse_solver_in_capture(const char* op);
 void check_solver(cusolverStatus_t s, const char* call);
 
 /// Device scratch of `bytes` (at least 1) from the memory pool, on the current stream.

@@ -67,6 +67,7 @@ ndarray column_major(const ndarray& a, dtype t) {
 }  // namespace
 
 ndarray solve(const ndarray& a, const ndarray& b) {
+  detail::refuse_solver_in_capture("solve");
   detail::require_matrix("solve", a, true);
   if (!b.defined()) throw ValueError("linalg.solve: b is empty (no buffer)");
   const std::int64_t n = a.shape()[0];
@@ -93,6 +94,7 @@ ndarray solve(const ndarray& a, const ndarray& b) {
 }
 
 ndarray inv(const ndarray& a) {
+  detail::refuse_solver_in_capture("inv");
   detail::require_matrix("inv", a, true);
   const dtype t = detail::solver_dtype("inv", a.dtype());
   const std::int64_t n = a.shape()[0];
@@ -110,6 +112,7 @@ ndarray inv(const ndarray& a) {
 }
 
 double det(const ndarray& a) {
+  detail::refuse_solver_in_capture("det");
   detail::require_matrix("det", a, true);
   const dtype t = detail::solver_dtype("det", a.dtype());
   const std::int64_t n = a.shape()[0];

@@ -24,8 +24,12 @@ ndarray ndarray::var(axes axis, bool keepdims, int ddof) const {
 ndarray ndarray::std(axes axis, bool keepdims, int ddof) const {
   return kiln::std(*this, axis, keepdims, {.ddof = ddof});
 }
-ndarray ndarray::argmin(axes axis, bool keepdims) const { return kiln::argmin(*this, axis, keepdims); }
-ndarray ndarray::argmax(axes axis, bool keepdims) const { return kiln::argmax(*this, axis, keepdims); }
+ndarray ndarray::argmin(axes axis, bool keepdims) const {
+  return kiln::argmin(*this, axis, keepdims);
+}
+ndarray ndarray::argmax(axes axis, bool keepdims) const {
+  return kiln::argmax(*this, axis, keepdims);
+}
 ndarray ndarray::all(axes axis, bool keepdims) const { return kiln::all_of(*this, axis, keepdims); }
 ndarray ndarray::any(axes axis, bool keepdims) const { return kiln::any(*this, axis, keepdims); }
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -45,6 +46,8 @@ benchmark_result benchmark(const std::function<void()>& fn, const benchmark_opti
     throw ValueError(fmt::format("profiler.benchmark: n_repeat must be >= 1 and n_warmup >= 0, "
                                  "got n_repeat={} n_warmup={}", options.n_repeat, options.n_warmup));
   if (!fn) throw ValueError("profiler.benchmark: fn is empty");
+  kiln::detail::refuse_during_capture("profiler::benchmark()",
+                                      "it times each run by waiting for the device");
   benchmark_result r;
   r.name = options.name;
   r.device = current_device();  // NoDeviceError without a GPU

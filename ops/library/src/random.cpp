@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "kiln/engine/elementwise_kernel.hpp"
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -42,6 +43,18 @@ void check(curandStatus_t s, const char* call) {
   throw CudaError(fmt::format("{} failed: {} ({})", call, curand_status_name(s), int(s)), int(s));
 }
 #define KILN_CURAND(call) check((call), #call)
+
+// cuRAND's host API cannot be captured as kiln uses it: every call sets the generator's seed
+// and offset, and the generate call that follows rebuilds the generator's device state and
+// waits for the device (a cudaDeviceSynchronize inside curandGenerateNormalDouble was seen
+// failing a capture on an H100, CUDA 13.0, driver 580).
+void refuse_in_capture(const char* op) {
+  if (!kiln::detail::thread_capture()) return;
+  kiln::detail::throw_capture_refusal(
+      fmt::format("random.Generator.{}", op),
+      "cuRAND resets its generator for each call's seed and offset and waits for the device "
+      "doing it; draw the numbers before the capture into an array the captured work reads");
+}
 
 void check_float(const char* op, dtype t) {
   if (t != float32 && t != float64)
@@ -112,6 +125,7 @@ ndarray Generator::random(const Shape& shape, dtype t) {
 }
 
 ndarray Generator::uniform(double low, double high, const Shape& shape, dtype t) {
+  refuse_in_capture("uniform");
   check_float("uniform", t);
   if (!std::isfinite(low) || !std::isfinite(high))
     throw ValueError(fmt::format("random.Generator.uniform: bounds must be finite, got [{}, {})",
@@ -127,7 +141,7 @@ ndarray Generator::uniform(double low, double high, const Shape& shape, dtype t)
   state_->advance(n);
   // cuRAND draws from (0, 1]; 1 - u is in [0, 1) as NumPy's random() is. Rounding may still give
   // `high` for float32 when high - low is large, as in NumPy.
-  static const ElementwiseKernel to_range("T u, float64 low, float64 width", "T z",
+  static const ElementwiseKernel& to_range = *new ElementwiseKernel("T u, float64 low, float64 width", "T z",
                                           "z = T(low + width * (1.0 - (double)u))",
                                           "kiln_random_uniform");
   to_range(out, low, high - low, out);
@@ -139,6 +153,7 @@ ndarray Generator::standard_normal(const Shape& shape, dtype t) {
 }
 
 ndarray Generator::normal(double loc, double scale, const Shape& shape, dtype t) {
+  refuse_in_capture("normal");
   check_float("normal", t);
   if (!(scale >= 0) || !std::isfinite(scale) || !std::isfinite(loc))
     throw ValueError(fmt::format(
@@ -160,6 +175,7 @@ ndarray Generator::normal(double loc, double scale, const Shape& shape, dtype t)
 }
 
 ndarray Generator::integers(std::int64_t low, std::int64_t high, const Shape& shape, dtype t) {
+  refuse_in_capture("integers");
   if (!t.is_integer())
     throw TypeError(fmt::format(
         "random.Generator.integers: dtype must be an integer type (int8-int64, uint8-uint64), "
@@ -188,7 +204,7 @@ ndarray Generator::integers(std::int64_t low, std::int64_t high, const Shape& sh
   curandGenerator_t g = state_->prepare();
   KILN_CURAND(curandGenerate(g, static_cast<unsigned*>(bits.data()), std::size_t(2 * n)));
   state_->advance(2 * n);
-  static const ElementwiseKernel to_range(
+  static const ElementwiseKernel& to_range = *new ElementwiseKernel(
       "uint64 x, uint64 low, uint64 width", "T z",
       "z = (T)(low + __umul64hi(x, width))", "kiln_random_integers");
   to_range(bits.reshape(shape), std::uint64_t(low),

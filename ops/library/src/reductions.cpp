@@ -41,17 +41,27 @@ struct Call {
   dtype out_type;
   bool uses_dtype = true;  // accepts args.dtype
   const char* empty_error = nullptr;  // ValueError text for an empty reduction
+  // NumPy's ufunc reductions take an int axis 0 or -1 on a 0-d array as axis=None; mean,
+  // var and std (Python code normalizing the axis first) refuse it.
+  bool zero_d_axis = true;
 };
 
 template <class A>
-ndarray run(const Call<A>& c) {
+ndarray run(Call<A> c) {
   if constexpr (std::is_same_v<A, ndarray>)
     if (!c.a.defined()) throw ValueError(fmt::format("{}: the array is an empty ndarray handle", c.name));
   if (c.args.dtype && !c.uses_dtype)
     throw TypeError(fmt::format("{}: takes no dtype", c.name));
+  if (c.zero_d_axis && c.a.ndim() == 0 && c.axis.is_single_int() &&
+      (c.axis[0] == 0 || c.axis[0] == -1))
+    c.axis = axes();
   const std::uint64_t mask = c.axis.mask(c.a.ndim());
   const Shape shape = reduced_shape(c.a.shape(), mask, c.keepdims);
-  if (c.empty_error && c.a.size() == 0 && shape_size(shape) > 0) throw ValueError(c.empty_error);
+  // No identity: reducing over a zero-length axis is an error, whatever the result's size
+  // (NumPy: max over axis 0 of shape (0, 3) raises; over axis 0 of (3, 0) gives shape (0,)).
+  if (c.empty_error)
+    for (int d = 0; d < c.a.ndim(); ++d)
+      if ((mask >> d & 1) && c.a.shape()[d] == 0) throw ValueError(c.empty_error);
   if (c.args.out && !(c.args.out->shape() == shape))
     throw ShapeError(fmt::format("{}: out has shape {} but the reduction gives {}", c.name,
                                  c.args.out->shape().str(), shape.str()));
@@ -116,7 +126,8 @@ ndarray nanmax_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_arg
 }
 template <class A>
 ndarray mean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
-  return run(Call<A>{detail::builtin::mean, "mean", a, axis, keepdims, args, chosen(args, mean_dtype(a.dtype()))});
+  return run(Call<A>{detail::builtin::mean, "mean", a, axis, keepdims, args,
+                     chosen(args, mean_dtype(a.dtype())), true, nullptr, false});
 }
 template <class A>
 ndarray nanmean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
@@ -125,12 +136,14 @@ ndarray nanmean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_ar
 template <class A>
 ndarray var_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("var", a.dtype());
-  return run(Call<A>{detail::builtin::var, "var", a, axis, keepdims, args, chosen(args, mean_dtype(a.dtype()))});
+  return run(Call<A>{detail::builtin::var, "var", a, axis, keepdims, args,
+                     chosen(args, mean_dtype(a.dtype())), true, nullptr, false});
 }
 template <class A>
 ndarray std_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("std", a.dtype());
-  return run(Call<A>{detail::builtin::std, "std", a, axis, keepdims, args, chosen(args, mean_dtype(a.dtype()))});
+  return run(Call<A>{detail::builtin::std, "std", a, axis, keepdims, args,
+                     chosen(args, mean_dtype(a.dtype())), true, nullptr, false});
 }
 template <class A>
 ndarray argmin_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {

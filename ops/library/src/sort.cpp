@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "../cuda/sort_cub.hpp"
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
@@ -59,6 +60,13 @@ ndarray sort_impl(const ndarray& a, std::int64_t axis_arg, bool indices) {
   const char* op = indices ? "argsort" : "sort";
   if (!a.defined()) throw ValueError(fmt::format("{}: the array is empty (no buffer)", op));
   const int axis = detail::check_sort_args(op, a.dtype(), a.ndim(), axis_arg);
+  if (kiln::detail::thread_capture() && a.size() > 0 &&
+      a.size() / a.shape()[axis] > detail::kMaxCapturedSortRows)
+    kiln::detail::throw_capture_refusal(
+        fmt::format("{} of {} rows", op, a.size() / a.shape()[axis]),
+        fmt::format("for more than {} rows CUB's segmented sort reads segment counts back to "
+                    "the host, which waits for the device; capture at most {} rows per call",
+                    detail::kMaxCapturedSortRows, detail::kMaxCapturedSortRows));
   const int last = a.ndim() - 1;
   const bool moved = axis != last;
   ndarray src = moved ? a.swapaxes(axis, last) : a;

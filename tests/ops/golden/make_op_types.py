@@ -6,6 +6,16 @@ tests need no NumPy.
 
 Lines: `<op> <a> [<b>] <result>`; b may be `weak_int`, `weak_float`, `weak_complex` (a Python
 scalar on the right); result `TypeError` when NumPy refuses the dtypes.
+
+Then Python ints outside the array dtype's range (negative beside unsigned arrays, past int8,
+int16, int32, int64 and uint64, huge beside float16), on the right (`<op> <a> int:<v>`) and
+for a few on the left (`<op> int:<v> <a>`), for every binary operator and function, where
+(`where <a> int:<v>` is where(cond, a, v)) and clip (`clip <a> int:<lo> int:<hi>`); result
+the dtype, or the error NumPy raises: `OverflowError` (the int does not fit the loop's dtype),
+`TypeError` (no loop: this wins over the int's range), `ValueError` (an integer to a negative
+integer power). A float16 result past its range is inf (NumPy warns). bfloat16 has no such
+lines: ml_dtypes' bfloat16 does not follow NEP 50 (it refuses ints past int64), and kiln's
+bfloat16 follows its float16 rows.
 """
 import sys
 import warnings
@@ -61,6 +71,48 @@ def result(f, *args):
         return "TypeError"
 
 
+# Ints beyond some dtype's range (C++ int64 / uint64 values, as kiln's C++ scalars can be).
+OUT_OF_RANGE = [-1, -3, 128, -129, 255, 256, 300, -32769, 32768, 65520, 65535, 65536, 100000,
+                -2147483649, 2147483648, 4294967295, 4294967296, 2**63 - 1, 2**63, 2**64 - 1,
+                -2**63]
+ON_THE_LEFT = [-1, 300, 2147483648, 2**63]
+CLIP_BOUNDS = [(-1, 300), (-1, 3), (1, 300), (300, 400), (-5, -1), (-1000, 1000), (0, 255),
+               (-128, 127), (-2**63, 2**64 - 1), (2, -1), (-1, 2**63)]
+
+
+def outcome(f, *args):
+    """The result dtype, or the error NumPy raises (the first kind that applies)."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return name_of(np.asarray(f(*args)).dtype)
+    except OverflowError:
+        return "OverflowError"
+    except (TypeError, np.exceptions.DTypePromotionError):
+        return "TypeError"
+    except ValueError:
+        return "ValueError"
+
+
+def out_of_range_lines(arr):
+    out = []
+    names = [d for d in DTYPES if d != "bfloat16"]
+    for op, f in BINARY.items():
+        for a in names:
+            for v in OUT_OF_RANGE:
+                out.append(f"{op} {a} int:{v} {outcome(f, arr[a], v)}")
+            for v in ON_THE_LEFT:
+                out.append(f"{op} int:{v} {a} {outcome(f, v, arr[a])}")
+    for a in names:
+        for v in OUT_OF_RANGE:
+            out.append(f"where {a} int:{v} {outcome(np.where, arr['bool'], arr[a], v)}")
+        for v in ON_THE_LEFT:
+            out.append(f"where int:{v} {a} {outcome(np.where, arr['bool'], v, arr[a])}")
+        for lo, hi in CLIP_BOUNDS:
+            out.append(f"clip {a} int:{lo} int:{hi} {outcome(np.clip, arr[a], lo, hi)}")
+    return out
+
+
 def main():
     out = [f"# NumPy {np.__version__}, ml_dtypes {ml_dtypes.__version__}: "
            "tests/ops/golden/make_op_types.py"]
@@ -81,6 +133,7 @@ def main():
         for w, v in WEAK.items():
             out.append(f"where {a} {w} {result(np.where, arr['bool'], arr[a], v)}")
             out.append(f"clip {a} {w} {result(np.clip, arr[a], v, v)}")
+    out += out_of_range_lines(arr)
     sys.stdout.write("\n".join(out) + "\n")
 
 

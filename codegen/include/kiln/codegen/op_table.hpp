@@ -45,11 +45,25 @@ const op_row& op_info(op_id id) noexcept;
 /// sections of codegen/device/expression_ops.cuh.
 std::string expression_helpers(std::uint32_t mask);
 
+/// What an operator does with a C++ integer scalar that does not fit op_types::scalar
+/// (NumPy 2 with a Python int, NEP 50 as shipped).
+enum class scalar_fit : std::uint8_t {
+  raise,    // an error (NumPy: OverflowError "Python integer -1 out of bounds for uint8")
+  compare,  // comparisons with an integer array: answered exactly (uint8 < -1 is all false)
+  truth,    // logical_*: made bool; only an int beyond int64 raises (NumPy goes through C long)
+  wrap,     // where: converted as a C cast (NumPy's where casts its values unsafely)
+};
+
 /// Result of type resolution for one node.
 struct op_types {
-  dtype common;   // operands' loop dtype (weak scalars are converted to it)
+  dtype common;   // operands' promoted dtype
   dtype compute;  // what the device expression sees (float16/bfloat16 -> float32)
   dtype result;   // the node's dtype
+  // The dtype of the loop NumPy resolves to, which weak scalars are converted to: the common
+  // dtype, but float64 for true division of integers, the float loop of arctan2/hypot
+  // (float16 for int8), bool for logical_*.
+  dtype scalar;
+  scalar_fit fit = scalar_fit::raise;  // for a C++ integer that does not fit `scalar`
 };
 
 /// One operand's type as the rule sees it: an array dtype, or a weak C++ scalar.
@@ -59,8 +73,10 @@ struct operand_type {
   weak_scalar weak_kind = weak_scalar::integer;
 };
 
-/// NumPy 2 type resolution of `id` on `operands` (cond excluded for where). Throws TypeError
-/// naming the op and the dtypes.
+/// NumPy 2 type resolution of `id` on `operands` (cond excluded for where), and the loop dtype
+/// weak scalars take (NEP 50: a Python int is converted to the dtype of the loop the operator
+/// resolves to). Throws TypeError naming the op and the dtypes: a missing loop is reported
+/// before any scalar's range is checked, as NumPy does.
 op_types resolve_op_types(op_id id, std::span<const operand_type> operands);
 
 /// NEP 50 promotion of strong dtypes and weak scalars (all weak: the default int/float/complex).

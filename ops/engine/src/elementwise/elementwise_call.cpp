@@ -1,54 +1,72 @@
-// ElementwiseKernel::call: the shared call steps (call/kernel_call.hpp), the elementwise
-// layout plan (elementwise_plan.hpp), the loaded-kernel cache (call/kernel_cache.hpp), one
-// launch.
+// ElementwiseKernel::call: the shared call (call/kernel_call.hpp) with the elementwise kind's
+// own parts: its layout plan and arguments (elementwise_plan.hpp) and its geometry.
 #include <fmt/format.h>
 
-#include "call/kernel_args.hpp"
-#include "kiln/cache/loaded_kernels.hpp"
 #include "call/kernel_call.hpp"
-#include "elementwise_plan.hpp"
+#include "elementwise/elementwise_plan.hpp"
 #include "kiln/codegen/launch_config.hpp"
+#include "kiln/engine/elementwise_builtins.hpp"
 #include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/runtime/error.hpp"
 
+namespace kiln::detail {
+
+using codegen::Layout;
+
+struct ElementwiseKind {
+  using Plan = ElementwisePlan;
+  static constexpr bool kOutputsShapeLoop = true;
+  static constexpr const char* kShapeFrom = "the arguments broadcast to";
+
+  const ElementwiseKernel& kernel;
+  bool reduce_dims, no_return, return_tuple;
+
+  const codegen::KernelDefinition& definition() const { return kernel.definition(); }
+  std::span<const kernel_arg> arguments(KernelCall& c, std::span<const kernel_arg> args,
+                                        std::vector<kernel_arg>&) const {
+    for (const auto& a : args)
+      if (a.is_reduce_options())
+        throw TypeError(
+            fmt::format("kernel '{}': reduce_options are for reduction kernels", c.def.name));
+    return args;
+  }
+  Shape output_shape(const KernelCall& c) const { return c.shape; }
+  void check(const KernelCall&, const Shape&) const {}
+  bool has_work(const KernelCall& c, const Shape&) const { return c.size > 0; }
+  void plan(const KernelCall& c, Plan& p) const { plan_elementwise(c, reduce_dims, p); }
+  cache::CompileRequest compile_request(const codegen::ElementwiseSpec& spec, int arch) const {
+    return kernel.compile_request(spec, arch);
+  }
+  Launch geometry(const KernelCall& c, const Plan& p, const cache::LoadedKernel& k) const {
+    const auto g = p.spec.layout == Layout::tiled
+                       ? codegen::tiled_geometry(p.shape[0], p.shape[1])
+                       : codegen::elementwise_geometry(p.spec, c.size, c.options.block_size,
+                                                       k.max_threads_per_block);
+    return {dim3(g.grid, g.grid_y), dim3(unsigned(g.block_x), unsigned(g.block_y))};
+  }
+  Workspace workspace(const KernelCall&, const Plan&, const Launch&,
+                      const cache::LoadedKernel&) const {
+    return {};
+  }
+  void pack(const KernelCall& c, const Plan& p, const Workspace&, KernelArgs& args) const {
+    pack_elementwise(c, p, args);
+  }
+  static void copy_array(const ndarray& from, ndarray& to, const launch_options& o) {
+    builtin::copy_kernel()(from, to, o);
+  }
+  void finish(kernel_result& r) const {
+    r.set_tuple(return_tuple);
+    if (no_return) r.clear();
+  }
+};
+
+}  // namespace kiln::detail
+
 namespace kiln {
 
-kernel_result ElementwiseKernel::call(std::span<const kernel_arg> all_args) const {
-  detail::KernelCall c(*def_);
-  const auto args = detail::take_options(c, all_args);
-  const bool given = args.size() == std::size_t(c.nparams);
-  detail::bind_arguments(c, args);
-  detail::decide_loop_shape(c);
-  detail::check_outputs(c, given, c.shape);
-  detail::choose_device(c);
-
-  kernel_result result;
-  result.set_tuple(return_tuple_);
-  detail::prepare_outputs(c, result, given, c.shape);
-
-  if (c.size > 0) {
-    std::vector<ndarray> copies;
-    detail::copy_overlapping_inputs(c, copies);
-    detail::ElementwisePlan plan;
-    detail::plan_elementwise(c, reduce_dims_, plan);
-    const auto& loaded = cache::loaded_kernel(
-        cache::kernel_key(def_->hash, plan.spec, c.device), c.device,
-        [&](int arch) { return compile_request(plan.spec, arch); });
-    const auto g = plan.spec.layout == codegen::Layout::tiled
-                       ? codegen::tiled_geometry(plan.shape[0], plan.shape[1])
-                       : codegen::elementwise_geometry(plan.spec, c.size, c.options.block_size,
-                                                      loaded.max_threads_per_block);
-    if (g.block > loaded.max_threads_per_block)
-      throw ValueError(fmt::format("kernel '{}': block_size {} is more than this kernel allows on "
-                                   "device {} ({})",
-                                   def_->name, g.block, c.device, loaded.max_threads_per_block));
-    detail::KernelArgs kargs(plan.spec.index_bits);
-    detail::pack_elementwise(c, plan, kargs);
-    loaded.function.launch(dim3(g.grid, g.grid_y), dim3(unsigned(g.block_x), unsigned(g.block_y)),
-                           kargs.argv(), 0, c.stream);
-  }
-  if (no_return_) result.clear();
-  return result;
+kernel_result ElementwiseKernel::call(std::span<const kernel_arg> args) const {
+  return detail::run_call(detail::ElementwiseKind{*this, reduce_dims_, no_return_, return_tuple_},
+                          args);
 }
 
 }  // namespace kiln

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "kiln/cache/compile_cache.hpp"
 #include "kiln/codegen/elementwise_emitter.hpp"
 #include "kiln/codegen/type_resolution.hpp"
 #include "kiln/runtime/error.hpp"
@@ -62,12 +61,11 @@ std::vector<std::uint64_t> tiled_patterns(const codegen::ElementwiseSpec& probe,
 ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_view out_params,
                                      std::string operation, std::string_view name,
                                      elementwise_kernel_options options)
-    : def_(std::make_shared<const codegen::ElementwiseDefinition>(
-          codegen::make_elementwise_definition(
-              in_params, out_params,
-              {std::move(operation), std::move(options.preamble), std::move(options.loop_prep),
-               std::move(options.after_loop)},
-              name, options.options))),
+    : generated_kernel(codegen::make_elementwise_definition(
+          in_params, out_params,
+          {std::move(operation), std::move(options.preamble), std::move(options.loop_prep),
+           std::move(options.after_loop)},
+          name, options.options)),
       reduce_dims_(options.reduce_dims),
       no_return_(options.no_return),
       return_tuple_(options.return_tuple) {}
@@ -175,32 +173,9 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
   return out;
 }
 
-std::vector<cache::CompileRequest> ElementwiseKernel::compile_requests(const aot_target& t,
-                                                                       int arch) const {
-  cache::check_arch(arch);
-  std::vector<cache::CompileRequest> out;
-  for (const auto& spec : specs(t)) out.push_back(compile_request(spec, arch));
-  return out;
-}
-
-std::string ElementwiseKernel::source(const codegen::ElementwiseSpec& spec) const {
-  return codegen::emit_elementwise(*def_, spec);
-}
-
-cache::CompileRequest ElementwiseKernel::compile_request(const codegen::ElementwiseSpec& spec,
-                                                         int arch) const {
-  cache::check_arch(arch);
-  cache::CompileRequest req;
-  req.source = source(spec);
-  req.kernel_name = def_->name;
-  req.options = def_->nvrtc_options;
-  req.arch = arch;
-  req.kind = "elementwise";
-  return req;
-}
-
-cache::Binary ElementwiseKernel::compile_for(const codegen::ElementwiseSpec& spec, int arch) const {
-  return cache::compile_cached(compile_request(spec, arch));
+std::string ElementwiseKernel::emit(const codegen::ElementwiseDefinition& def,
+                                    const codegen::ElementwiseSpec& spec) {
+  return codegen::emit_elementwise(def, spec);
 }
 
 }  // namespace kiln

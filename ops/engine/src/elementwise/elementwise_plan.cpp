@@ -70,15 +70,11 @@ void plan_elementwise(const KernelCall& c, bool reduce_dims, ElementwisePlan& pl
     array_span = std::max(array_span, codegen::byte_span(plan.shape, st, isz));
     vec[std::size_t(nvec++)] = {reinterpret_cast<std::uintptr_t>(a.data()), isz};
   }
-  for (int k = 0; k < c.nparams; ++k) {
-    if (!c.arrays[k]) {
-      spec.set_param(k, c.types[k], OperandKind::scalar);
-    } else if (c.is_raw(k)) {
+  for (int k = 0; k < c.nparams; ++k)
+    if (set_scalar_or_raw(c, k, spec) && c.arrays[k]) {
       const ndarray& a = *c.arrays[k];
-      spec.set_param(k, c.types[k], OperandKind::raw_array, a.ndim(), a.is_c_contiguous());
       raw_span = std::max(raw_span, codegen::byte_span(a.shape(), a.strides(), std::int64_t(a.itemsize())));
     }
-  }
   if (contiguous) {
     // Contiguous operands are indexed by element: only the loop size (and raw arrays, which
     // compute byte offsets) limit the index width.

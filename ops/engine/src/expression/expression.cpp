@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <type_traits>
 
@@ -277,6 +278,58 @@ kernel_result run(std::span<const node_ptr> roots, ndarray* outs) {
   return k.call(std::span<const kernel_arg>(args, n));
 }
 
+// The node bound at the loop dtype's range: its smallest or largest value.
+scalar bound_of(dtype t, bool largest) {
+  const int bits = int(t.itemsize()) * 8;
+  if (t.kind() == 'u')
+    return largest ? scalar(bits == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << bits) - 1)
+                   : scalar(std::uint64_t(0));
+  const std::int64_t hi =
+      bits == 64 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t(1) << (bits - 1)) - 1;
+  return largest ? scalar(hi) : scalar(-hi - 1);
+}
+
+// A comparison of an integer array with an int beyond its dtype's range has one answer for
+// every element (uint8 < -1 is false, uint8 != 300 true), as NumPy 2 gives it: the node
+// becomes the comparison with the range's bound that has that answer everywhere
+// (x < min, x >= min, x > max or x <= max).
+expr compare_out_of_range(std::shared_ptr<expr_node> n, std::span<const operand> ops, std::size_t k,
+                          dtype to) {
+  const bool below = ops[k].value.is_negative();
+  // The answer of `array op scalar` (scalar on the right; mirrored when it is on the left).
+  op_id op = n->op;
+  if (k == 0) {
+    op = op == op_id::less            ? op_id::greater
+         : op == op_id::less_equal    ? op_id::greater_equal
+         : op == op_id::greater       ? op_id::less
+         : op == op_id::greater_equal ? op_id::less_equal
+                                      : op;
+  }
+  bool answer = false;
+  switch (op) {
+    case op_id::less:
+    case op_id::less_equal:
+      answer = !below;
+      break;
+    case op_id::greater:
+    case op_id::greater_equal:
+      answer = below;
+      break;
+    case op_id::not_equal:
+      answer = true;
+      break;
+    default:
+      answer = false;
+      break;  // equal
+  }
+  n->op = below ? (answer ? op_id::greater_equal : op_id::less)
+                : (answer ? op_id::less_equal : op_id::greater);
+  n->child[0] = ops[1 - k].node();
+  n->child[1] = scalar_leaf(bound_of(to, !below), to);
+  recount(*n);
+  return expr(std::move(n));
+}
+
 }  // namespace
 
 operand::operand(const ndarray& a) : leaf(array_leaf(a)) {}
@@ -318,16 +371,41 @@ expr make_op(op_id id, std::span<const operand> ops) {
       n->child[k] = o.node();
       continue;
     }
-    // NumPy converts a weak scalar to the loop dtype (an out-of-range integer is an error).
-    const dtype to = (is_where && k == 0) ? bool_ : t.common;
-    std::array<std::byte, 16> probe;
-    try {
-      o.value.store_as(to, probe.data());
-    } catch (const ValueError&) {
-      throw ValueError(fmt::format("{}: the scalar {} does not fit {} (NumPy raises OverflowError)",
-                                   row.name, o.value.str(), to));
+    // NumPy converts a weak scalar to the dtype of the loop the operator resolves to; an int
+    // that does not fit it is the table's case (op_types::fit).
+    const bool cond = is_where && k == 0;
+    const dtype to = cond ? bool_ : t.scalar;
+    // logical_*: an int becomes a bool through a C long in NumPy, so one past int64 fails.
+    const dtype range = t.fit == codegen::scalar_fit::truth ? int64 : to;
+    if (cond || o.value.fits(range)) {
+      // NumPy refuses a negative integer exponent for an integer loop, whatever the base (an
+      // exponent array's negative values give 0 instead: the device cannot raise).
+      if (id == op_id::power && k == 1 && to.is_integer() && o.value.is_negative())
+        throw ValueError(fmt::format(
+            "power: integers to negative integer powers are not allowed ({} ** {}; NumPy "
+            "raises ValueError)",
+            to, o.value.str()));
+      n->child[k] = scalar_leaf(o.value, to);
+      continue;
     }
-    n->child[k] = scalar_leaf(o.value, to);
+    switch (t.fit) {
+      case codegen::scalar_fit::raise:
+        throw ValueError(fmt::format(
+            "{}: the integer {} is out of bounds for {}, the dtype the operation converts it to "
+            "(NumPy raises OverflowError: Python integer {} out of bounds for {})",
+            row.name, o.value.str(), to, o.value.str(), to));
+      case codegen::scalar_fit::truth:
+        // Only an int past int64: NumPy makes the int a bool through a C long.
+        throw ValueError(fmt::format(
+            "{}: the integer {} does not fit int64 (NumPy converts it to bool through a C long "
+            "and raises OverflowError: Python int too large to convert to C long)",
+            row.name, o.value.str()));
+      case codegen::scalar_fit::wrap:
+        n->child[k] = scalar_leaf(o.value.wrapped(to), to);
+        break;
+      case codegen::scalar_fit::compare:
+        return compare_out_of_range(std::move(n), ops, k, to);
+    }
   }
   recount(*n);
   return expr(std::move(n));
@@ -342,6 +420,39 @@ expr make_cast(const operand& a, dtype t) {
   n->shape = a.is_scalar ? Shape{} : a.node()->shape;
   recount(*n);
   return expr(std::move(n));
+}
+
+// NumPy's clip (numpy/_core/_methods.py): for an integer array, a Python int bound at or past
+// the dtype's range is dropped before the ufunc sees it, so it never raises; a bound left is
+// converted as maximum/minimum convert it (and one out of range there raises).
+expr make_clip(const operand& a, const operand& lo, const operand& hi) {
+  const dtype t = a.node()->type;
+  // Whether bound b is a C++ integer at or past the range's end on its side (NumPy drops
+  // min <= iinfo.min and max >= iinfo.max).
+  auto beyond = [&](const operand& b, bool upper) {
+    if (!t.is_integer() || !b.is_scalar) return false;
+    const auto k = b.value.value_kind();
+    if (k != scalar::kind::signed_integer && k != scalar::kind::unsigned_integer) return false;
+    if (!b.value.fits(t)) return b.value.is_negative() != upper;
+    std::array<std::byte, 8> v, end;
+    b.value.store_as(t, v.data());
+    bound_of(t, upper).store_as(t, end.data());
+    return std::memcmp(v.data(), end.data(), t.itemsize()) == 0;
+  };
+  const bool no_lo = beyond(lo, false), no_hi = beyond(hi, true);
+  if (no_lo && no_hi) {
+    const operand ops[] = {a};
+    return make_op(op_id::positive, ops);
+  }
+  if (no_lo) {
+    const operand ops[] = {a, hi};
+    return make_op(op_id::minimum, ops);
+  }
+  const operand ops[] = {a, lo};
+  const expr m = make_op(op_id::maximum, ops);
+  if (no_hi) return m;
+  const operand outer[] = {operand(m), hi};
+  return make_op(op_id::minimum, outer);
 }
 
 void assign_in_place(ndarray& target, op_id id, const operand& rhs) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 
+#include "graph/capture_record.hpp"
 #include "kiln/cache/loaded_kernels.hpp"
 #include "kiln/cache/nvrtc_archs.hpp"
 #include "kiln/engine/raw_module.hpp"
@@ -176,6 +177,8 @@ void RawKernel::launch(dim3 grid, dim3 block, std::span<const raw_arg> args) con
     } else {
       k.function.launch(grid, block, argv, o->shared_mem, stream);
     }
+    if (detail::thread_capture()) [[unlikely]]
+      detail::record_raw_launch(st.name, stream, args, argv);
   } catch (const CudaError& e) {
     throw CudaError(
         fmt::format("launch of {} failed: {}",

@@ -1,87 +1,121 @@
-// ReductionKernel::call: the shared call steps (call/kernel_call.hpp), the reduction plan
-// (reduction_plan.hpp), the loaded-kernel cache (call/kernel_cache.hpp), one launch (after
-// zeroing the split counters when blocks share rows).
+// ReductionKernel::call: the shared call (call/kernel_call.hpp) with the reduction kind's own
+// parts: its per-call reduce_options, the reduced shape and identity rule, its plan and
+// arguments (reduction_plan.hpp), its geometry and the split workspace (partials and the
+// counters the last block of each row or column tile resets).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include "call/kernel_args.hpp"
-#include "kiln/cache/loaded_kernels.hpp"
 #include "call/kernel_call.hpp"
+#include "kiln/engine/elementwise_builtins.hpp"
 #include "kiln/engine/reduction_kernel.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
-#include "kiln/runtime/memory.hpp"
-#include "reduction_plan.hpp"
+#include "reduction/reduction_plan.hpp"
 
-namespace kiln {
+namespace kiln::detail {
 
-kernel_result ReductionKernel::call(std::span<const kernel_arg> all_args) const {
-  const auto& def = *def_;
-  detail::KernelCall c(def);
-  auto args = detail::take_options(c, all_args, /*reduction=*/true);
-  static const reduce_options kNoOptions{};
-  const reduce_options& ro = c.reduce ? *c.reduce : kNoOptions;
-  std::vector<kernel_arg> merged;  // only when outputs come as reduce_options::out
-  if (!ro.out.empty()) {
+struct ReductionKind {
+  using Plan = ReductionPlan;
+  static constexpr bool kOutputsShapeLoop = false;  // outputs have the reduced shape
+  static constexpr const char* kShapeFrom = "the reduction gives";
+
+  const ReductionKernel& kernel;
+  bool return_tuple;
+  const reduce_options* ro = nullptr;  // the call's, if passed
+  std::uint64_t mask = 0;              // reduced axes of the loop shape
+
+  const codegen::KernelDefinition& definition() const { return kernel.definition(); }
+
+  std::span<const kernel_arg> arguments(KernelCall& c, std::span<const kernel_arg> args,
+                                        std::vector<kernel_arg>& merged) {
+    const auto& def = c.def;
+    if (!args.empty() && args.back().is_reduce_options()) {
+      ro = &args.back().reduce();
+      args = args.first(args.size() - 1);
+    }
+    for (const auto& a : args)
+      if (a.is_reduce_options())
+        throw TypeError(fmt::format("kernel '{}': reduce_options must follow the arguments (only a "
+                                    "launch_options may come after it)",
+                                    def.name));
+    if (c.options.block_size % 32 != 0)
+      throw ValueError(fmt::format("kernel '{}': block_size {} is not a multiple of 32 (reductions "
+                                   "combine whole warps)",
+                                   def.name, c.options.block_size));
+    if (!ro || ro->out.empty()) return args;
     if (args.size() != std::size_t(def.nin))
       throw TypeError(fmt::format("kernel '{}': outputs are given both as arguments and as "
                                   "reduce_options::out; pass them one way",
                                   def.name));
-    if (ro.out.size() != std::size_t(def.nout))
+    if (ro->out.size() != std::size_t(def.nout))
       throw TypeError(fmt::format("kernel '{}' has {} output{}; reduce_options::out holds {}", def.name,
-                                  def.nout, def.nout == 1 ? "" : "s", ro.out.size()));
+                                  def.nout, def.nout == 1 ? "" : "s", ro->out.size()));
     merged.assign(args.begin(), args.end());
-    for (const auto& o : ro.out) merged.emplace_back(o);
-    args = merged;
+    for (const auto& o : ro->out) merged.emplace_back(o);
+    return merged;
   }
-  const bool given = args.size() == std::size_t(c.nparams);
-  if (c.options.block_size % 32 != 0)
-    throw ValueError(fmt::format("kernel '{}': block_size {} is not a multiple of 32 (reductions "
-                                 "combine whole warps)",
-                                 def.name, c.options.block_size));
-  detail::bind_arguments(c, args);
-  detail::decide_loop_shape(c, /*with_outputs=*/false);
-  const std::uint64_t mask = ro.axis.mask(c.shape.size());
-  const Shape out_shape = reduced_shape(c.shape, mask, ro.keepdims);
-  detail::check_outputs(c, given, out_shape, "the reduction gives");
-  const std::int64_t m = shape_size(out_shape);
-  if (m > 0 && c.size == 0 && def.identity.empty())
-    throw ValueError(fmt::format("zero-size array to reduction operation {} which has no identity",
-                                 def.name));
-  detail::choose_device(c);
 
-  kernel_result result;
-  result.set_tuple(return_tuple_);
-  detail::prepare_outputs(c, result, given, out_shape);
-  if (m == 0) return result;
+  bool keepdims() const { return ro && ro->keepdims; }
 
-  std::vector<ndarray> copies;
-  detail::copy_overlapping_inputs(c, copies);
-  detail::ReductionPlan plan;
-  detail::plan_reduction(c, mask, ro.keepdims, device_properties(c.device).multiprocessor_count, plan);
-  const auto& loaded = cache::loaded_kernel(cache::kernel_key(def.hash, plan.spec, c.device), c.device,
-                                             [&](int arch) { return compile_request(plan.spec, arch); });
-  const auto& g = plan.geometry;
-  if (g.block > loaded.max_threads_per_block)
-    throw ValueError(fmt::format("kernel '{}': block_size {} is more than this kernel allows on "
-                                 "device {} ({})",
-                                 def.name, g.block, c.device, loaded.max_threads_per_block));
-  std::shared_ptr<Buffer> workspace;
-  void *ws = nullptr, *sem = nullptr;
-  if (plan.spec.split) {
-    // Partials, then the counters the last block of each row or column tile resets.
-    const std::size_t partial_bytes = (std::size_t(g.partials) * loaded.partial_bytes + 15) / 16 * 16;
-    const std::size_t sem_bytes = std::size_t(g.counters) * sizeof(unsigned);
-    workspace = std::make_shared<Buffer>(partial_bytes + sem_bytes, c.device, detail::allocation_stream(c));
-    ws = workspace->data();
-    sem = static_cast<char*>(ws) + partial_bytes;
-    KILN_CUDA(cudaMemsetAsync(sem, 0, sem_bytes, c.stream));
+  Shape output_shape(const KernelCall& c) {
+    static const axes kEvery{};
+    mask = (ro ? ro->axis : kEvery).mask(c.shape.size());
+    return reduced_shape(c.shape, mask, keepdims());
   }
-  detail::KernelArgs kargs(plan.spec.index_bits);
-  detail::pack_reduction(c, plan, ws, sem, kargs);
-  loaded.function.launch(dim3(g.grid_x, g.grid_y), dim3(unsigned(g.block)), kargs.argv(), 0, c.stream);
-  return result;
+
+  void check(const KernelCall& c, const Shape& out) const {
+    if (shape_size(out) > 0 && c.size == 0 && kernel.definition().identity.empty())
+      throw ValueError(fmt::format("zero-size array to reduction operation {} which has no identity",
+                                   c.def.name));
+  }
+
+  bool has_work(const KernelCall&, const Shape& out) const { return shape_size(out) > 0; }
+
+  void plan(const KernelCall& c, Plan& p) const {
+    plan_reduction(c, mask, keepdims(), device_properties(c.device).multiprocessor_count, p);
+  }
+
+  cache::CompileRequest compile_request(const codegen::ReductionSpec& spec, int arch) const {
+    return kernel.compile_request(spec, arch);
+  }
+
+  Launch geometry(const KernelCall&, const Plan& p, const cache::LoadedKernel&) const {
+    return {dim3(p.geometry.grid_x, p.geometry.grid_y), dim3(unsigned(p.geometry.block))};
+  }
+
+  Workspace workspace(const KernelCall& c, const Plan& p, const Launch&,
+                      const cache::LoadedKernel& k) const {
+    if (!p.spec.split) return {};
+    // Partials (their size is the loaded kernel's: the reduce type may be a user struct),
+    // then the counters the last block of each row or column tile resets.
+    const auto& g = p.geometry;
+    const std::size_t partial_bytes = (std::size_t(g.partials) * k.partial_bytes + 15) / 16 * 16;
+    const std::size_t counter_bytes = std::size_t(g.counters) * sizeof(unsigned);
+    Workspace ws;
+    ws.buffer = std::make_shared<Buffer>(partial_bytes + counter_bytes, c.device, allocation_stream(c));
+    ws.partials = ws.buffer->data();
+    ws.counters = static_cast<char*>(ws.partials) + partial_bytes;
+    KILN_CUDA(cudaMemsetAsync(ws.counters, 0, counter_bytes, c.stream));
+    return ws;
+  }
+
+  void pack(const KernelCall& c, const Plan& p, const Workspace& ws, KernelArgs& args) const {
+    pack_reduction(c, p, ws.partials, ws.counters, args);
+  }
+
+  static void copy_array(const ndarray& from, ndarray& to, const launch_options& o) {
+    builtin::copy_kernel()(from, to, o);
+  }
+  void finish(kernel_result& r) const { r.set_tuple(return_tuple); }
+};
+
+}  // namespace kiln::detail
+
+namespace kiln {
+
+kernel_result ReductionKernel::call(std::span<const kernel_arg> args) const {
+  return detail::run_call(detail::ReductionKind{*this, return_tuple_}, args);
 }
 
 }  // namespace kiln

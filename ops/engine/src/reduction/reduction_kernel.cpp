@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "kiln/cache/compile_cache.hpp"
 #include "kiln/codegen/reduction_emitter.hpp"
 #include "kiln/codegen/type_resolution.hpp"
 #include "kiln/runtime/error.hpp"
@@ -29,7 +28,7 @@ ReductionKernel::ReductionKernel(std::string_view in_params, std::string_view ou
                       options.return_tuple) {}
 
 ReductionKernel::ReductionKernel(codegen::ReductionDefinition def, bool return_tuple)
-    : def_(std::make_shared<const codegen::ReductionDefinition>(std::move(def))),
+    : generated_kernel(std::move(def)),
       return_tuple_(return_tuple) {}
 
 std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
@@ -94,28 +93,8 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
   return out;
 }
 
-std::vector<cache::CompileRequest> ReductionKernel::compile_requests(const aot_target& t, int arch) const {
-  cache::check_arch(arch);
-  std::vector<cache::CompileRequest> out;
-  for (const auto& spec : specs(t)) out.push_back(compile_request(spec, arch));
-  return out;
-}
-
-std::string ReductionKernel::source(const ReductionSpec& spec) const { return codegen::emit_reduction(*def_, spec); }
-
-cache::CompileRequest ReductionKernel::compile_request(const ReductionSpec& spec, int arch) const {
-  cache::check_arch(arch);
-  cache::CompileRequest req;
-  req.source = source(spec);
-  req.kernel_name = def_->name;
-  req.kind = "reduction";
-  req.options = def_->nvrtc_options;
-  req.arch = arch;
-  return req;
-}
-
-cache::Binary ReductionKernel::compile_for(const ReductionSpec& spec, int arch) const {
-  return cache::compile_cached(compile_request(spec, arch));
+std::string ReductionKernel::emit(const codegen::ReductionDefinition& def, const ReductionSpec& spec) {
+  return codegen::emit_reduction(def, spec);
 }
 
 }  // namespace kiln

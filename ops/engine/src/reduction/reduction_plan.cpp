@@ -40,12 +40,7 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
   std::array<int, kMaxParams> ops;
   int nops = 0, nin_ops = 0;
   for (int k = 0; k < c.nparams; ++k) {
-    if (!c.arrays[k]) {
-      spec.set_param(k, c.types[k], OperandKind::scalar);
-    } else if (c.is_raw(k)) {
-      const ndarray& a = *c.arrays[k];
-      spec.set_param(k, c.types[k], OperandKind::raw_array, a.ndim(), a.is_c_contiguous());
-    } else {
+    if (!set_scalar_or_raw(c, k, spec)) {
       spec.set_param(k, c.types[k], OperandKind::array);
       ops[std::size_t(nops++)] = k;
       if (k < nin) ++nin_ops;

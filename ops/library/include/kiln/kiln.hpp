@@ -1,5 +1,6 @@
 #pragma once
 // kiln: JIT-compiled GPU kernels and NumPy-style arrays for C++20. The one header users include.
+#include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/dtype.hpp"
 #include "kiln/runtime/error.hpp"
@@ -17,6 +18,7 @@
 #include "kiln/engine/raw_module.hpp"
 #include "kiln/engine/expression.hpp"
 #include "kiln/engine/fuse.hpp"
+#include "kiln/engine/graph.hpp"
 #include "kiln/engine/math.hpp"
 #include "kiln/engine/reduction_kernel.hpp"
 #include "kiln/library/reductions.hpp"
@@ -26,3 +28,4 @@
 #include "kiln/library/sort.hpp"
 #include "kiln/library/dlpack.hpp"
 #include "kiln/library/profiler.hpp"
+#include "kiln/library/collectives.hpp"

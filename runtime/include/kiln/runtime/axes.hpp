@@ -18,12 +18,17 @@ class axes {
  public:
   /// Every axis (NumPy's axis=None).
   axes() noexcept = default;
-  axes(std::int64_t axis) noexcept : n_(1), all_(false) { v_[0] = axis; }  // NOLINT: implicit
+  axes(std::int64_t axis) noexcept : n_(1), all_(false), single_(true) {
+    v_[0] = axis;
+  }                                                                        // NOLINT: implicit
   axes(int axis) noexcept : axes(std::int64_t(axis)) {}                    // NOLINT
   /// Several axes; an empty list means no axis (nothing is reduced), as NumPy's axis=().
   axes(std::initializer_list<std::int64_t> list);
 
   bool is_all() const noexcept { return all_; }
+  /// One axis given as an integer (`axis=0`), not as a list (`axis={0}`): NumPy's reductions
+  /// tell them apart on 0-d arrays (an int 0 or -1 reduces it as axis=None).
+  bool is_single_int() const noexcept { return single_; }
   int size() const noexcept { return n_; }
   std::int64_t operator[](int k) const noexcept { return v_[std::size_t(k)]; }
 
@@ -35,6 +40,7 @@ class axes {
   std::array<std::int64_t, kMaxNdim> v_{};
   int n_ = 0;
   bool all_ = true;
+  bool single_ = false;
 };
 
 /// The shape a reduction over `mask` gives: reduced axes dropped, or kept as 1 (keepdims).

@@ -97,4 +97,32 @@ class CacheMissError : public Error {
   using Error::Error;
 };
 
+/// Work a CUDA graph capture cannot record (it waits for the device, reads device memory on
+/// the host, runs on the legacy null stream, ...), refused when it is called during a capture
+/// and before it touches the device: the capture and the stream stay usable. Also a capture
+/// that cannot start (on the null stream, inside another capture) or that CUDA invalidated.
+class CaptureError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// NCCL could not be used: the library is missing, is not NCCL or is too old, or an NCCL call
+/// failed. code() is NCCL's ncclResult_t, or -1 when the library itself is the problem.
+class NcclError : public Error {
+ public:
+  NcclError(std::string message, int code) : Error(std::move(message)), code_(code) {}
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+/// A bounded wait ran out: a collective whose peer died or never came, a communicator whose
+/// other ranks never joined, a rendezvous file that never appeared. what() says what was
+/// waited for, for how long, and what kiln did about it (e.g. aborted the communicator).
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace kiln

@@ -9,10 +9,16 @@
 // that safe, as for CuPy's pool). Such a block keeps its stream alive until it is reused or
 // free_all_blocks() gives it back; at most 64 blocks per size class are kept.
 //
+// During a kiln graph capture (kiln::capture) on a stream, Buffers allocated on that stream
+// take real memory the graph holds (GraphMemory, graph_memory.hpp) instead of captured
+// allocations, and blocks freed on it go to the graph too, never back to this pool while the
+// graph may still use them. The raw allocate/deallocate(cudaStream_t) pair does not do this.
+//
 //   auto& pool = kiln::get_default_memory_pool();
 //   std::size_t live = pool.used_bytes(), held = pool.total_bytes();
 //   pool.free_all_blocks();   // give cached blocks back to the driver
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -24,6 +30,8 @@
 #include "kiln/runtime/stream.hpp"
 
 namespace kiln {
+
+class GraphMemory;
 
 class MemoryPool {
  public:
@@ -45,7 +53,16 @@ class MemoryPool {
   void free_all_blocks();
   int device() const noexcept { return device_; }
 
+  // ---- graph capture (kiln::capture drives these) ----
+  /// While `s` captures, Buffers allocated on it take memory from `g`, and blocks of Buffers
+  /// freed on it go to `g`; the null stream's frees wait for the end of every capture.
+  void begin_capture(cudaStream_t s, std::shared_ptr<GraphMemory> g);
+  void end_capture(cudaStream_t s) noexcept;
+  /// The graph memory of a capture on `s`, or nullptr (one atomic load when none runs).
+  std::shared_ptr<GraphMemory> capture_memory(cudaStream_t s) const;
+
  private:
+  friend class GraphMemory;
   static constexpr int kSmallClasses = 8;  // 512 B, 1 KiB, ..., 64 KiB
   static constexpr std::size_t kMaxKeptPerClass = 64;
   struct KeptBlock {
@@ -56,12 +73,33 @@ class MemoryPool {
   static int small_class(std::size_t bytes) noexcept;
   static bool reusable_on(const Stream& s) noexcept;
   void flush_kept();
+  /// Memory usable at once from any stream, taken while a stream of this device captures: a
+  /// pool allocation on a side stream this thread waits for (the capture records nothing).
+  void* allocate_for_graph(std::size_t bytes);
+  /// A Buffer's free while some stream captures: true when the capture took it (or the null
+  /// stream's free was put off until no capture runs).
+  bool capture_deallocate(void* p, std::size_t bytes, const Stream& stream) noexcept;
 
   int device_;
   cudaMemPool_t pool_ = nullptr;
   mutable std::mutex kept_mutex_;
   std::array<std::vector<KeptBlock>, kSmallClasses> kept_;
   std::size_t kept_bytes_ = 0;
+
+  struct Capture {
+    cudaStream_t stream;
+    std::shared_ptr<GraphMemory> memory;
+  };
+  struct DeferredFree {
+    void* ptr;
+    std::size_t bytes;
+    Stream stream;
+  };
+  std::atomic<int> captures_{0};
+  mutable std::mutex capture_mutex_;
+  std::vector<Capture> capturing_;
+  std::vector<DeferredFree> deferred_;
+  cudaStream_t graph_side_stream_ = nullptr;  // allocate_for_graph's, made on first use
 };
 
 /// The pool of the current device (or of `device`).
@@ -86,6 +124,9 @@ class Buffer {
   void* data() const noexcept { return ptr_; }
   std::size_t size() const noexcept { return bytes_; }
   int device() const noexcept { return device_; }
+  /// True for a buffer allocated during a graph capture on its stream: the graph holds its
+  /// memory too, and it goes back to the pool when both are gone.
+  bool graph_owned() const noexcept { return graph_ != nullptr; }
 
  private:
   void* ptr_ = nullptr;
@@ -93,6 +134,7 @@ class Buffer {
   int device_;
   Stream stream_;
   std::function<void()> release_;  // set for memory kiln does not own
+  std::shared_ptr<GraphMemory> graph_;  // set for a buffer born in a capture
 };
 
 }  // namespace kiln

@@ -45,6 +45,9 @@ class Function {
   void set_attribute(int attr, int value) const;
   /// The parameter layout (cuFuncGetParamInfo); nullopt when the driver is older than 12.4.
   std::optional<std::vector<ParamSlot>> param_layout() const;
+  /// The layout of the first `count` parameters (no query past them: for a caller that knows
+  /// how many there are, e.g. from the arguments of a launch that succeeded).
+  std::optional<std::vector<ParamSlot>> param_layout(std::size_t count) const;
   /// Blocks of `block_threads` threads that fit on one multiprocessor at once.
   int max_active_blocks_per_multiprocessor(int block_threads, std::size_t shared_bytes) const;
   CUfunc_st* handle() const noexcept { return f_; }

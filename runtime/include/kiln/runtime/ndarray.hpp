@@ -113,8 +113,6 @@ class ndarray {
       return out;
     }
   }
-  template <host_element T>
-  std::vector<T> to_host() const { return get<T>(); }
   /// Copies into raw host memory of nbytes() bytes, C order. Synchronizes the current stream.
   void copy_to_host(void* dst) const;
   /// Copies a C-contiguous host range of nbytes() bytes into this array (which must be

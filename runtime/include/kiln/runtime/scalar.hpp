@@ -42,6 +42,14 @@ class scalar {
   /// Writes the value as dtype `t` into dst (t.itemsize() bytes). Throws ValueError when an
   /// integer value does not fit an integer dtype (or a negative value meets an unsigned one).
   void store_as(dtype t, void* dst) const;
+  /// Whether store_as(t) keeps the value: false only for an integer outside an integer
+  /// dtype's range (floats and complex convert to every dtype).
+  bool fits(dtype t) const noexcept;
+  /// An integer value as a C cast to integer dtype `t` gives it (modulo 2^bits, two's
+  /// complement: -1 as uint8 is 255), NumPy's unsafe casting; any other value unchanged.
+  scalar wrapped(dtype t) const noexcept;
+  /// Whether the value is a negative integer (or a negative float).
+  bool is_negative() const noexcept;
   /// The value as text, for messages ("300", "-1.5", "(1+2j)").
   std::string str() const;
 

@@ -13,6 +13,9 @@
 
 namespace kiln {
 
+/// Whether a stream's work is being recorded into a CUDA graph instead of running.
+enum class capture_status { none, active, invalidated };
+
 class Stream {
  public:
   /// Creates a stream on the current device. non_blocking: does not sync with the null stream.
@@ -28,6 +31,11 @@ class Stream {
   void synchronize() const;
   /// True when all work queued so far has finished.
   bool query() const;
+  /// Whether work queued on this stream is being captured into a CUDA graph, by kiln or anyone
+  /// (cudaStreamIsCapturing). The legacy null stream reports `active` while a blocking stream
+  /// of its device captures: work queued on it would join that capture and break it.
+  kiln::capture_status capture_state() const;
+  bool is_capturing() const { return capture_state() != kiln::capture_status::none; }
   friend bool operator==(const Stream& a, const Stream& b) noexcept {
     return a.handle_ == b.handle_ && a.device_ == b.device_;
   }

@@ -7,11 +7,25 @@
 //   kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "add");
 //   for (const auto& req : k.compile_requests({.dtypes = {kiln::float32, kiln::float32}}, 90))
 //     kiln::cache::compile_cached(req);     // a later call on an sm_90 GPU never compiles
+//
+// Every ahead-of-time entry point, in one list:
+//   ElementwiseKernel, ReductionKernel   specs(target), compile_requests(target, arch),
+//                                        compile_request(spec, arch), source(spec),
+//                                        compile_for(spec, arch) (generated_kernel.hpp);
+//                                        ElementwiseKernel::make_spec for one exact layout
+//   RawKernel, RawModule                 compile_requests(arch)
+//   kiln::aot::expression_kernel(e), aot::expression_leaves(e)      (engine/expression.hpp)
+//   kiln::fused_reduction_kernel(code, e)                           (engine/fused_reduction.hpp)
+//   kiln::aot::builtin_reductions(), aot::fused_reduction(e, name)  (library/reductions.hpp)
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "kiln/cache/compile_request.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"
+#include "kiln/codegen/kernel_definition.hpp"
 #include "kiln/runtime/dtype.hpp"
 
 namespace kiln {
@@ -45,5 +59,11 @@ struct aot_target {
   /// ndim of raw array parameters (variants are not enumerated over it).
   int raw_ndim = 1;
 };
+
+namespace detail {
+/// The compile request of one generated kernel (its name and NVRTC options from `def`).
+cache::CompileRequest make_compile_request(const codegen::KernelDefinition& def, std::string_view kind,
+                                           std::string source, int arch);
+}  // namespace detail
 
 }  // namespace kiln

@@ -43,6 +43,7 @@
 #include "kiln/codegen/elementwise_definition.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"
 #include "kiln/engine/ahead_of_time.hpp"
+#include "kiln/engine/generated_kernel.hpp"
 #include "kiln/engine/kernel_arg.hpp"
 #include "kiln/engine/kernel_result.hpp"
 #include "kiln/engine/launch_options.hpp"
@@ -66,46 +67,31 @@ struct elementwise_kernel_options {
 /// The name before 0.2.
 using elementwise_options [[deprecated("renamed elementwise_kernel_options")]] = elementwise_kernel_options;
 
-class ElementwiseKernel {
+class ElementwiseKernel
+    : public generated_kernel<ElementwiseKernel, codegen::ElementwiseDefinition, codegen::ElementwiseSpec> {
  public:
+  static constexpr const char* kKind = "elementwise";
   /// Parses and checks everything that can be checked without a GPU; throws SignatureError.
   ElementwiseKernel(std::string_view in_params, std::string_view out_params,
                     std::string operation, std::string_view name,
                     elementwise_kernel_options options = {});
 
-  /// k(inputs...), k(inputs..., outputs...), each optionally followed by launch_options.
-  template <class... A>
-  kernel_result operator()(A&&... args) const {
-    const std::array<kernel_arg, sizeof...(A)> argv{kernel_arg(args)...};
-    return call(std::span<const kernel_arg>(argv.data(), argv.size()));
-  }
-  /// The same, with arguments gathered at run time (a trailing launch_options is allowed).
+  /// k(inputs...), k(inputs..., outputs...) (generated_kernel's operator()), with arguments
+  /// gathered at run time (a trailing launch_options is allowed).
   kernel_result call(std::span<const kernel_arg> args) const;
 
-  const std::string& name() const noexcept { return def_->name; }
-  int nin() const noexcept { return def_->nin; }
-  int nout() const noexcept { return def_->nout; }
-  const codegen::ElementwiseDefinition& definition() const noexcept { return *def_; }
-
-  // ---- ahead of time (no GPU needed): kiln-cache, CPU tests ----
-  /// Every spec a call with arrays of target.dtypes can ask for (see aot_target), and their
-  /// compile requests for `arch` (e.g. 90). Throws TypeError / ValueError for dtypes or a
-  /// layout no call could produce.
+  // ---- ahead of time (no GPU needed): kiln-cache, CPU tests; also compile_requests,
+  // compile_request, source and compile_for (generated_kernel.hpp) ----
+  /// Every spec a call with arrays of target.dtypes can ask for (see aot_target). Throws
+  /// TypeError / ValueError for dtypes or a layout no call could produce.
   std::vector<codegen::ElementwiseSpec> specs(const aot_target& target) const;
-  std::vector<cache::CompileRequest> compile_requests(const aot_target& target, int arch) const;
   /// One spec, for an exact layout; every field is checked (ValueError names it and the
   /// allowed values).
   codegen::ElementwiseSpec make_spec(std::span<const dtype> arg_dtypes,
                                      const elementwise_layout& layout = {}) const;
-  /// The CUDA C++ source for a spec.
-  std::string source(const codegen::ElementwiseSpec& spec) const;
-  cache::CompileRequest compile_request(const codegen::ElementwiseSpec& spec, int arch) const;
-  /// Generates and compiles (through the disk cache) for `arch`. Throws CompileError (NVRTC
-  /// log with `operation(line)` positions, options, numbered source, kernel name).
-  cache::Binary compile_for(const codegen::ElementwiseSpec& spec, int arch) const;
+  static std::string emit(const codegen::ElementwiseDefinition& def, const codegen::ElementwiseSpec& spec);
 
  private:
-  std::shared_ptr<const codegen::ElementwiseDefinition> def_;
   bool reduce_dims_, no_return_, return_tuple_;
 };
 

@@ -9,8 +9,13 @@
 //   x += x(kiln::slice(std::nullopt, std::nullopt, -1));  // overlap: as if the input were copied
 //
 // Types follow NumPy 2 for every operator and function (codegen/src/op_table.cpp):
-// C++ scalars are weak like Python's (`x_f32 * 2.5` is float32, `x_i8 + 1` is int8, `x_i8 + 1000`
-// throws ValueError as NumPy's OverflowError), int / int is float64, float16 and bfloat16 are
+// C++ scalars are weak like Python's ints and floats (NEP 50: `x_f32 * 2.5` is float32, `x_i8 + 1`
+// is int8): an integer is converted to the dtype of the loop the operator resolves to, and
+// only one that does not fit it throws (ValueError where NumPy raises OverflowError:
+// `x_u8 + -1`, `x_i8 + 1000`); `x_u8 / -2` is float64, comparisons with any int are exact
+// (`x_u8 < -1` is all false), logical_* take any int up to int64's range as a bool, where()
+// converts its scalars as a C cast, clip() drops an int bound beyond the array's range (all as
+// NumPy 2). int / int is float64, float16 and bfloat16 are
 // computed in float32 and rounded once when stored, integer division and remainder by zero give
 // 0. Shape and dtype errors (ShapeError, TypeError) are raised by the operator that was written,
 // before any device work. Comparisons return bool expressions; `&&`/`||` are not overloaded
@@ -100,6 +105,7 @@ struct operand {
 
 expr make_op(codegen::op_id id, std::span<const operand> operands);
 expr make_cast(const operand& a, dtype t);
+expr make_clip(const operand& a, const operand& lo, const operand& hi);
 void assign_in_place(ndarray& target, codegen::op_id id, const operand& rhs);
 
 }  // namespace detail

@@ -108,10 +108,12 @@ expr where(const C& cond, const A& a, const B& b) {
   return detail::make_op(codegen::op_id::where, ops);
 }
 
-/// NumPy's clip: minimum(maximum(a, lo), hi) (NaN propagates), in the same kernel.
+/// NumPy's clip: minimum(maximum(a, lo), hi) (NaN propagates), in the same kernel. For an
+/// integer array, an integer bound beyond its dtype's range is no bound (NumPy 2: clip(x_u8,
+/// -1, 300) is x_u8); a bound inside the range converts as in maximum/minimum.
 template <array_like A, expr_operand L, expr_operand H>
 expr clip(const A& a, const L& lo, const H& hi) {
-  return minimum(maximum(a, lo), hi);
+  return detail::make_clip(detail::operand(a), detail::operand(lo), detail::operand(hi));
 }
 
 /// NumPy's astype inside an expression (unsafe casting, as astype's default).

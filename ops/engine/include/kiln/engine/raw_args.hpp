@@ -82,7 +82,12 @@ class raw_arg {
   requires(std::is_trivially_copyable_v<T> && !std::is_same_v<T, scalar> &&
            !std::is_same_v<T, launch_options> && !std::is_base_of_v<ndarray, T>) raw_arg(const T& v)
   noexcept  // NOLINT
-      : value_(&v), size_(sizeof(T)), align_(alignof(T)), type_(type_name<T>()) {}
+      : value_(&v), size_(sizeof(T)), align_(alignof(T)), type_(type_name<T>()) {
+    if constexpr (host_element<T>) {
+      dtype_ = dtype_of<T>();
+      has_dtype_ = true;
+    }
+  }
 
   /// Where the argument's bytes are (what cuLaunchKernel's kernelParams entry points to).
   const void* address() const noexcept { return is_array_ ? &pointer_ : value_; }
@@ -91,6 +96,12 @@ class raw_arg {
   std::string_view type() const noexcept { return type_; }
   bool is_options() const noexcept { return options_ != nullptr; }
   const launch_options& options() const noexcept { return *options_; }
+  /// An ndarray's pointer (graph::update can rebind it).
+  bool is_array() const noexcept { return is_array_; }
+  /// A value of a kiln scalar type (float, int32_t, size_t, ...; graph::update_scalar can
+  /// replace it): its dtype.
+  bool has_dtype() const noexcept { return has_dtype_; }
+  kiln::dtype dtype() const noexcept { return dtype_; }
 
  private:
   const void* value_ = nullptr;
@@ -99,6 +110,8 @@ class raw_arg {
   std::uint32_t size_ = 0, align_ = 1;
   std::string_view type_;
   bool is_array_ = false;
+  bool has_dtype_ = false;
+  kiln::dtype dtype_{};
 };
 
 }  // namespace kiln

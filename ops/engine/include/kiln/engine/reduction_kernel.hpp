@@ -39,6 +39,7 @@
 #include "kiln/codegen/reduction_definition.hpp"
 #include "kiln/codegen/reduction_spec.hpp"
 #include "kiln/engine/ahead_of_time.hpp"
+#include "kiln/engine/generated_kernel.hpp"
 #include "kiln/engine/kernel_arg.hpp"
 #include "kiln/engine/kernel_result.hpp"
 #include "kiln/engine/launch_options.hpp"
@@ -58,8 +59,10 @@ struct reduction_kernel_options {
 /// The name before 0.2 (too close to the per-call reduce_options).
 using reduction_options [[deprecated("renamed reduction_kernel_options")]] = reduction_kernel_options;
 
-class ReductionKernel {
+class ReductionKernel
+    : public generated_kernel<ReductionKernel, codegen::ReductionDefinition, codegen::ReductionSpec> {
  public:
+  static constexpr const char* kKind = "reduction";
   /// Parses and checks everything that can be checked without a GPU; throws SignatureError.
   ReductionKernel(std::string_view in_params, std::string_view out_params, std::string map_expr,
                   std::string reduce_expr, std::string post_map_expr, std::string identity,
@@ -67,30 +70,19 @@ class ReductionKernel {
   /// From a definition built programmatically (e.g. the fused-expression generator).
   explicit ReductionKernel(codegen::ReductionDefinition def, bool return_tuple = false);
 
-  template <class... A>
-  kernel_result operator()(A&&... args) const {
-    const std::array<kernel_arg, sizeof...(A)> argv{kernel_arg(args)...};
-    return call(std::span<const kernel_arg>(argv.data(), argv.size()));
-  }
+  /// k(inputs...), k(inputs..., outputs...) (generated_kernel's operator()), each then
+  /// optionally with reduce_options and launch_options, with arguments gathered at run time.
   kernel_result call(std::span<const kernel_arg> args) const;
 
-  const std::string& name() const noexcept { return def_->name; }
-  int nin() const noexcept { return def_->nin; }
-  int nout() const noexcept { return def_->nout; }
-  const codegen::ReductionDefinition& definition() const noexcept { return *def_; }
-
-  // ---- ahead of time (no GPU needed) ----
+  // ---- ahead of time (no GPU needed); also compile_requests, compile_request, source and
+  // compile_for (generated_kernel.hpp) ----
   /// Every spec a call with arrays of target.dtypes can ask for: each strategy (warp, block,
   /// split block, outer, split outer), output dims 1..max_ndim, reduced dims 1..max_ndim
   /// (strided), the contiguous-row variants with every vector width, 32/64-bit indices.
   std::vector<codegen::ReductionSpec> specs(const aot_target& target) const;
-  std::vector<cache::CompileRequest> compile_requests(const aot_target& target, int arch) const;
-  std::string source(const codegen::ReductionSpec& spec) const;
-  cache::CompileRequest compile_request(const codegen::ReductionSpec& spec, int arch) const;
-  cache::Binary compile_for(const codegen::ReductionSpec& spec, int arch) const;
+  static std::string emit(const codegen::ReductionDefinition& def, const codegen::ReductionSpec& spec);
 
  private:
-  std::shared_ptr<const codegen::ReductionDefinition> def_;
   bool return_tuple_ = false;
 };
 

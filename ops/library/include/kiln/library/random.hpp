@@ -14,6 +14,9 @@
 // Work runs on the current stream of the current device. A Generator is a handle: copies share
 // the state (as a Python object would). Not for concurrent use from several host threads.
 // Argument errors (TypeError for the dtype, ValueError for ranges) come before device work.
+// Not during a CUDA graph capture (kiln::capture): cuRAND resets its generator for each call's
+// seed and offset and waits for the device doing it, so a call in a capture raises
+// CaptureError; draw the numbers before the capture into an array the captured work reads.
 #include <cstdint>
 #include <memory>
 

@@ -13,7 +13,11 @@
 // ints -> float64; argmin/argmax/count_nonzero -> int64; all/any -> bool. NaN propagates
 // through min/max (the nan* forms skip NaN; all-NaN gives NaN); argmin/argmax return the
 // first of equal values (and the first NaN). Empty reductions: sum 0, prod 1, mean NaN,
-// all true, any false; min/max/argmin/argmax of nothing throw ValueError as NumPy does.
+// all true, any false; min/max/nanmin/nanmax/argmin/argmax over a zero-length axis throw
+// ValueError as NumPy does, even when the result is empty (shape (0, 3) over axis 0; over
+// axis 0 of (3, 0) the result is an empty array). var/std are nan where an element is inf or
+// nan, for every axis length (one element too), and divide by max(N - ddof, 0). A 0-d array
+// with an int axis 0 or -1 reduces as with every axis (mean, var and std refuse it, as NumPy).
 // Complex inputs: sum, prod, mean, nansum, nanprod, count_nonzero, all_of, any (not the
 // ordering reductions, nor var/std: TypeError).
 //

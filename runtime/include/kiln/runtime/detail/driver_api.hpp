@@ -20,6 +20,10 @@ struct DriverApi {
   CUresult (*cuLaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                                         unsigned, unsigned, unsigned, CUstream, void**);
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t);
+  // Kernel nodes of captured graphs (kiln::graph reads them at capture, updates them later).
+  CUresult (*cuGraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+  CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
+                                             const CUDA_KERNEL_NODE_PARAMS*);
   // Newer entry points (driver >= 12.4): nullptr when the driver lacks them.
   CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*);
   CUresult (*cuModuleGetFunctionCount)(unsigned*, CUmodule);
