@@ -28,9 +28,9 @@
 #include "kiln/cache/entry_format.hpp"
 #include "kiln/cache/nvrtc_archs.hpp"
 #include "kiln/cache/nvrtc_compiler.hpp"
-#include "kiln/cache/regular_file.hpp"
 #include "kiln/cache/size_and_age.hpp"
 #include "kiln/kiln.hpp"
+#include "kiln/runtime/regular_file.hpp"
 #include "manifest.hpp"
 #include "precompile.hpp"
 
@@ -564,7 +564,7 @@ int run_show(const Common& c, std::string key_text) {
   std::optional<std::string> source;
   std::string source_problem;
   {
-    auto file = kiln::cache::RegularFile::open(src, {.follow_links = false, .keep_atime = true});
+    auto file = kiln::RegularFile::open(src, {.follow_links = false, .keep_atime = true});
     if (file.ok()) {
       if (auto why = kiln::cache::trust_problem(file.stat()))
         source_problem = "refused, " + *why;

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "kiln/cache/nvrtc_archs.hpp"
-#include "kiln/cache/regular_file.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 namespace kiln::tools {
 namespace fs = std::filesystem;
@@ -214,7 +214,7 @@ Manifest read_manifest(const fs::path& path, bool keep_going) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw ManifestError(path.string() + ": is a folder, not a manifest file");
-  auto file = cache::RegularFile::open(path, {.follow_links = true});
+  auto file = RegularFile::open(path, {.follow_links = true});
   if (file.missing())
     throw ManifestError(path.string() + ": cannot open the manifest: " + std::strerror(ENOENT));
   auto text = file.read_all(kMaxManifestBytes);

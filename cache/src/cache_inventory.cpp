@@ -17,10 +17,10 @@
 #include "kiln/cache/entry_file.hpp"
 #include "kiln/cache/nvrtc_archs.hpp"
 #include "kiln/cache/nvrtc_compiler.hpp"
-#include "kiln/cache/regular_file.hpp"
 #include "kiln/cache/size_and_age.hpp"
 #include "kiln/runtime/detail/log.hpp"
 #include "kiln/runtime/error.hpp"
+#include "kiln/runtime/regular_file.hpp"
 #include "posix_file.hpp"
 
 namespace kiln::cache {

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "kiln/cache/regular_file.hpp"
+#include "kiln/runtime/regular_file.hpp"
 #include "posix_file.hpp"
 
 namespace kiln::cache {

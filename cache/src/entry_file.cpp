@@ -2,7 +2,7 @@
 
 #include "kiln/cache/cache_layout.hpp"
 #include "kiln/cache/entry_format.hpp"
-#include "kiln/cache/regular_file.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 namespace kiln::cache {
 

@@ -16,8 +16,8 @@
 
 #include "kiln/cache/cache_config.hpp"
 #include "kiln/cache/nvrtc_archs.hpp"
-#include "kiln/cache/regular_file.hpp"
 #include "kiln/runtime/detail/log.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 namespace kiln::cache {
 namespace {

@@ -11,9 +11,9 @@
 #include <system_error>
 
 #include "kiln/cache/nvrtc_archs.hpp"
-#include "kiln/cache/regular_file.hpp"
 #include "kiln/runtime/detail/log.hpp"
 #include "kiln/runtime/error.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 #ifndef KILN_CUDA_INCLUDE_DIR
 #define KILN_CUDA_INCLUDE_DIR "/usr/local/cuda/include"

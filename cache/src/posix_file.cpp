@@ -14,8 +14,8 @@
 
 #include "kiln/cache/cache_layout.hpp"
 #include "kiln/cache/cache_stats.hpp"
-#include "kiln/cache/regular_file.hpp"
 #include "kiln/runtime/detail/log.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 namespace kiln::cache::detail {
 namespace fs = std::filesystem;

@@ -7,10 +7,10 @@
 
 #include "kiln/cache/cache_key.hpp"
 #include "kiln/cache/nvrtc_archs.hpp"
-#include "kiln/cache/regular_file.hpp"
 #include "kiln/codegen/nvrtc_defaults.hpp"
 #include "kiln/engine/raw_module.hpp"
 #include "kiln/runtime/device.hpp"
+#include "kiln/runtime/regular_file.hpp"
 #include "raw_checks.hpp"
 
 namespace kiln {
@@ -41,7 +41,7 @@ namespace {
 
 // Never blocks on a FIFO and never reads a device or an unbounded file ("file": "/dev/zero").
 std::optional<std::string> read_file(const fs::path& p, std::string& why) {
-  return cache::read_regular_file(p, cache::kMaxUserFileBytes, why);
+  return read_regular_file(p, kMaxUserFileBytes, why);
 }
 
 bool is_file(const fs::path& p) {

@@ -3,7 +3,8 @@
 // hangs the open), regular files only (checked with fstat on the open file, so a swap after a
 // look cannot sneak one in), never through a link where the file is kiln's own (O_NOFOLLOW),
 // and never more than a size cap. Every file kiln reads goes through here: cache entries and
-// their sidecars, manifests, raw kernel files and the headers they include.
+// their sidecars, manifests, raw kernel files and the headers they include, NVRTC's
+// version.json, the NCCL id file. It lives in runtime/ so every floor above can use it.
 //
 //   RegularFile f = RegularFile::open(path, {.follow_links = false});
 //   if (!f.ok()) return log(f.problem());                 // "it is a FIFO, not a regular file"
@@ -18,7 +19,7 @@
 #include <optional>
 #include <string>
 
-namespace kiln::cache {
+namespace kiln {
 
 /// "a regular file", "a folder", "a FIFO", "a socket", "a character device", ... for messages.
 std::string file_kind(mode_t mode);
@@ -72,4 +73,4 @@ inline constexpr std::uint64_t kMaxUserFileBytes = std::uint64_t{1} << 30;
 std::optional<std::string> read_regular_file(const std::filesystem::path& path,
                                              std::uint64_t max_bytes, std::string& why);
 
-}  // namespace kiln::cache
+}  // namespace kiln

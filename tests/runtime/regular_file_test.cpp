@@ -1,6 +1,6 @@
 // The one way kiln opens a file to read: never blocks on a FIFO, never reads a device or an
 // unbounded file, never follows a link where the file is kiln's own.
-#include "kiln/cache/regular_file.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,16 +8,22 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <fstream>
 #include <future>
 
-#include "cache_test_support.hpp"
+#include "support/test_support.hpp"
 
-using namespace kiln::cache;
-using namespace kiln::cache::testing;
 using Catch::Matchers::Contains;
+using kiln::read_regular_file;
+using kiln::RegularFile;
+using kiln::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
 // Runs f on a thread and fails (instead of hanging the suite) if it does not return in time.
 template <class F>
 auto within_seconds(int s, F f) {
@@ -29,7 +35,7 @@ auto within_seconds(int s, F f) {
 }
 }  // namespace
 
-TEST_CASE("regular files are read whole, up to a cap", "[cache]") {
+TEST_CASE("regular files are read whole, up to a cap", "[runtime]") {
   TempDir tmp;
   write_file(tmp.path() / "f", "hello");
   std::string why;
@@ -42,7 +48,7 @@ TEST_CASE("regular files are read whole, up to a cap", "[cache]") {
   CHECK(f.missing());
 }
 
-TEST_CASE("a FIFO is refused at once, never waited on", "[cache]") {
+TEST_CASE("a FIFO is refused at once, never waited on", "[runtime]") {
   TempDir tmp;
   const fs::path fifo = tmp.path() / "fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
@@ -56,7 +62,7 @@ TEST_CASE("a FIFO is refused at once, never waited on", "[cache]") {
   }
 }
 
-TEST_CASE("devices are refused without being read", "[cache]") {
+TEST_CASE("devices are refused without being read", "[runtime]") {
   std::string why;
   CHECK_FALSE(
       within_seconds(20, [&] { return bool(read_regular_file("/dev/zero", 1 << 20, why)); }));
@@ -65,7 +71,7 @@ TEST_CASE("devices are refused without being read", "[cache]") {
   CHECK_THAT(why, Contains("a folder"));
 }
 
-TEST_CASE("links are followed only where the user named the path", "[cache]") {
+TEST_CASE("links are followed only where the user named the path", "[runtime]") {
   TempDir tmp;
   write_file(tmp.path() / "target", "secret");
   fs::create_symlink(tmp.path() / "target", tmp.path() / "link");

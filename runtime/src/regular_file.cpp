@@ -1,4 +1,4 @@
-#include "kiln/cache/regular_file.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace kiln::cache {
+namespace kiln {
 namespace fs = std::filesystem;
 
 std::string file_kind(mode_t mode) {
@@ -105,4 +105,4 @@ std::optional<std::string> read_regular_file(const fs::path& path, std::uint64_t
   return bytes;
 }
 
-}  // namespace kiln::cache
+}  // namespace kiln
