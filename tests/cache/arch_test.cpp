@@ -51,7 +51,7 @@ TEST_CASE("a device loads generic cubins of its major version and arch-specific 
   CHECK_FALSE(arch_loads_on(arch_specific(100), 103));
 }
 
-TEST_CASE("sm_90a compiles apart from sm_90: its own key, cubin and recognised arch", "[cache]") {
+TEST_CASE("sm_90a compiles apart from sm_90 - its own key, cubin and recognised arch", "[cache]") {
   TempDir tmp;
   CompileRequest generic = tiny_request("9401");
   CompileRequest specific = generic;
