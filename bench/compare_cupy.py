@@ -5,6 +5,8 @@ side-by-side table with ratios; the CUDA graph cases (graph_*) are also timed in
 
     .gpu/kiln_bench > bench.json && python3 bench/compare_cupy.py bench.json [combined.json]
     .gpu/kiln_lib_bench > lib.json && python3 bench/compare_cupy.py bench.json combined.json --also lib.json
+    .gpu/layout_sweep > sweep.json && python3 bench/compare_cupy.py --sweep sweep.json sweep_out.json
+        (the layout sweep in CuPy and PyTorch beside kiln: bench/sweep_compare.py)
 
 Each case in kiln's JSON has a name, a metric ("GB/s" and "TFLOP/s" higher is better, "us" or
 "ms" lower is better) and a value. Files after --also (kiln_lib_bench's JSON) add their cases. Bandwidth counts bytes read plus bytes written.
@@ -339,6 +341,17 @@ def cupy_library_cases():
 
 def main():
     args = sys.argv[1:]
+    # ---- the layout sweep (bench/sweep_compare.py): --sweep SWEEP.json [OUT.json] ----
+    if "--sweep" in args:
+        k = args.index("--sweep")
+        sweep = args[k + 1:k + 3] if k + 2 < len(args) and not args[k + 2].startswith("--") else args[k + 1:k + 2]
+        args = args[:k] + args[k + 1 + len(sweep):]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import sweep_compare
+        sweep_compare.compare(*sweep)
+        if not args:
+            return
+    # ---- end of the layout sweep ----
     also = args[args.index("--also") + 1:] if "--also" in args else []
     args = args[:args.index("--also")] if "--also" in args else args
     kiln = {c["name"]: c for c in json.load(open(args[0]))["cases"]}

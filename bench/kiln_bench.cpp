@@ -409,6 +409,36 @@ void case_cold(const std::string& cache_dir) {
     g_errors.push_back(R"({"case": "disk_hit_fresh_process_ms", "error": "the child process ran NVRTC: the disk cache missed"})");
 }
 
+// 5b. Cold compiles of elementwise layouts (issue 16): a never-seen kernel run first on a
+// broadcast column into a (64, 64) output (the strided loop), then on a transposed operand
+// (the tiled loop), each a new kernel compiled cold; the target is the contiguous one's
+// (<= 60 ms). Run last, so that nothing these compiles leave behind touches other cases.
+void case_cold_layouts() {
+  char nonce_buf[64];
+  std::snprintf(nonce_buf, sizeof nonce_buf, "layouts_%llx_%d",
+                (unsigned long long)clock_type::now().time_since_epoch().count(), int(getpid()));
+  const ElementwiseKernel k = cold_kernel(nonce_buf);
+  auto& st = cache::stats();
+  auto cold_layout = [&](const char* name, const ndarray& x, ndarray& z, float expect) {
+    current_stream().synchronize();
+    const auto c0 = st.nvrtc_compiles.load();
+    const auto t = clock_type::now();
+    k(x, z);
+    current_stream().synchronize();
+    const double ms = seconds_since(t) * 1e3;
+    const auto got = z.get<float>();
+    const bool right = std::all_of(got.begin(), got.end(), [&](float v) { return v == expect; });
+    add_case(name, "ms", ms).add("nvrtc_compiles", std::int64_t(st.nvrtc_compiles.load() - c0)).add("correct", right);
+    if (!right) g_errors.push_back(fmt::format(R"({{"case": "{}", "error": "wrong results"}})", name));
+  };
+  const ndarray col = full(Shape{64, 1}, 2.0f, float32);
+  ndarray zs(Shape{64, 64}, float32);
+  cold_layout("cold_compile_strided_ms", col, zs, 7.0f);
+  const ndarray sq = full(Shape{64, 64}, 0.5f, float32);
+  ndarray zt(Shape{64, 64}, float32);
+  cold_layout("cold_compile_tiled_ms", sq.T(), zt, 2.5f);
+}
+
 // A never-seen complex64 ElementwiseKernel, cold (NVRTC + load + launch), z = x * y + conj(x):
 // what the device complex type costs NVRTC (issue 9: <= CuPy's complex64 cold compile).
 void case_cold_complex() {
@@ -968,6 +998,7 @@ int main(int argc, char** argv) {
   run_group("reduction_host", [&] {
     case_reduction_host(std::to_string((unsigned long long)clock_type::now().time_since_epoch().count()));
   });
+  run_group("cold_layouts", case_cold_layouts);
 
   std::string out = fmt::format("{{\"device\": {}, \"device_info\": {}, ", device_json, device_info);
   out += fmt::format("\"wall_s\": {}, \"cases\": [", json_number(seconds_since(t_start)));

@@ -118,10 +118,12 @@ std::string describe(const codegen::ElementwiseSpec& s) {
   std::string v = s.layout == codegen::Layout::contiguous
                       ? "contiguous w" + std::to_string(s.vector_width)
                       : "strided ndim " + std::to_string(s.ndim);
+  if (s.layout == codegen::Layout::strided && s.vector_width > 1) v += " w" + std::to_string(s.vector_width);
   if (s.layout == codegen::Layout::tiled) {
     v = "tiled staged";
     for (int k = 0; k < s.nparams; ++k)
       if (s.staged(k)) v += " " + std::to_string(k);
+    if (s.ndim > 2) v += " ndim " + std::to_string(s.ndim);
   }
   return v + " i" + std::to_string(s.index_bits);
 }

@@ -112,6 +112,31 @@ struct kiln_dims {
   kiln_I kiln_v[kiln_nd];
 };
 
+// The loop of a strided or tiled elementwise kernel, in the planner's axis order: extents, the
+// step of the user's flat index i along each axis (i keeps C order over the user's loop when
+// the planner reorders axes), and per axis a divisor with its multiplier and shift, so that
+// unravelling an index costs a multiply-high and a shift, not a division.
+template <int kiln_nd, class kiln_I>
+struct kiln_loop_dims {
+  kiln_I kiln_v[kiln_nd];  // extents
+  kiln_I kiln_e[kiln_nd];  // steps of i
+  kiln_I kiln_d[kiln_nd];  // divisors
+  kiln_I kiln_m[kiln_nd];  // their multipliers (unsigned bits)
+  kiln_I kiln_s[kiln_nd];  // and shifts
+  kiln_I kiln_t;           // tiled: log2 of the tile's cols
+};
+
+// n / d as (umulhi(n, m) + n) >> s (the round-up method of Granlund and Montgomery, m and s
+// from the host): exact for every n below 2^31 (32-bit) or 2^63 (64-bit), which kiln's index
+// widths guarantee.
+__device__ __forceinline__ unsigned int kiln_fastdiv(unsigned int kiln_n, int kiln_m, int kiln_s) {
+  return (__umulhi(kiln_n, static_cast<unsigned int>(kiln_m)) + kiln_n) >> kiln_s;
+}
+__device__ __forceinline__ unsigned long long kiln_fastdiv(unsigned long long kiln_n, long long kiln_m,
+                                                           long long kiln_s) {
+  return (__umul64hi(kiln_n, static_cast<unsigned long long>(kiln_m)) + kiln_n) >> kiln_s;
+}
+
 // A multi-index for raw arrays: x[{i0, i1}] or x[idx] with idx an integer array.
 template <int kiln_nd>
 struct kiln_multi_index {

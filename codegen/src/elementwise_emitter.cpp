@@ -6,6 +6,7 @@
 
 #include "kiln/codegen/device_header.hpp"
 #include "kiln/codegen/kernel_abi.hpp"
+#include "kiln/codegen/launch_config.hpp"
 #include "kiln/codegen/operation_analysis.hpp"
 #include "source_writer.hpp"
 
@@ -136,124 +137,277 @@ void emit_contiguous(SourceWriter& w, const ElementwiseDefinition& def, const El
 
 // ---- strided loop ----
 
+struct LoopOperand {
+  const Param* p;
+  int k;
+  bool load;  // read before the operation (inputs; outputs the operation may read)
+};
+
+std::vector<LoopOperand> loop_arrays(const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  std::vector<LoopOperand> out;
+  for (int k = 0; k < s.nparams; ++k) {
+    const Param& p = def.params[std::size_t(k)];
+    if (s.kind(k) != OperandKind::array || p.raw) continue;
+    out.push_back({&p, k, !p.is_output || output_needs_load(def, k - def.nin)});
+  }
+  return out;
+}
+
+// Adds coordinate `c` of axis `d` to every operand's byte offset and to the flat index.
+// `scale` multiplies the coordinate (the vector width on the last axis of a strided loop).
+void emit_offsets(SourceWriter& w, const std::vector<LoopOperand>& ops, std::string_view indent,
+                  std::string_view c, std::string_view d, std::string_view slot, int scale) {
+  const std::string cs = scale == 1 ? std::string(c) : fmt::format("{} * {}", c, scale);
+  for (const auto& o : ops)
+    w.line("{0}kiln_o_{1}{2} += ({3}) * kiln_p_{1}.kiln_s[{4}];", indent, o.p->name, slot, cs, d);
+  w.line("{0}kiln_i{1} += ({2}) * kiln_shape.kiln_e[{3}];", indent, slot, cs, d);
+}
+
+// A thread takes `unroll` vectors of `vector_width` elements along the last axis, spaced by
+// the grid (consecutive threads, consecutive vectors: coalesced), unravels each with the
+// precomputed divisors (kiln_shape.kiln_d[last] counts vectors), loads every operand of every
+// vector, runs the operation, then stores. Each operand's access follows its last-axis stride,
+// read once before the loop (uniform across the grid, so the branches never diverge).
 void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
-  std::vector<const Param*> arrays;
-  std::vector<int> index;
-  for (int k = 0; k < s.nparams; ++k)
-    if (s.kind(k) == OperandKind::array && !def.params[std::size_t(k)].raw) {
-      arrays.push_back(&def.params[std::size_t(k)]);
-      index.push_back(k);
-    }
-  w.line("  for (kiln_uidx kiln_j = kiln_tid; kiln_j < kiln_uidx(kiln_n); kiln_j += kiln_nthreads) {{");
-  w.line("    kiln_uidx kiln_rem = kiln_j;");
-  for (auto* p : arrays) w.line("    kiln_idx kiln_o_{} = 0;", p->name);
+  const int vw = s.vector_width, u = s.unroll, nd = s.ndim;
+  const auto ops = loop_arrays(def, s);
+  if (vw > 1)
+    for (const auto& o : ops) w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", o.p->name, nd - 1);
+  w.line("  const kiln_uidx kiln_items = kiln_uidx(kiln_n) / {};", vw);
+  w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_items; kiln_v += {} * kiln_nthreads) {{", u);
+  for (const auto& o : ops) {
+    w.line("    kiln_idx kiln_o_{}[{}];", o.p->name, u);
+    w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, u, vw);
+  }
+  w.line("    kiln_idx kiln_i[{}];", u);
+  // Unravel: out-of-range slots unravel item 0 (their offsets stay in bounds; they are skipped).
   w.line("#pragma unroll");
-  w.line("    for (int kiln_d = {} - 1; kiln_d > 0; --kiln_d) {{", int(s.ndim));
-  w.line("      const kiln_uidx kiln_e = kiln_uidx(kiln_shape.kiln_v[kiln_d]);");
-  w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem % kiln_e);");
-  w.line("      kiln_rem /= kiln_e;");
-  for (auto* p : arrays) w.line("      kiln_o_{0} += kiln_c * kiln_p_{0}.kiln_s[kiln_d];", p->name);
+  w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
+  w.line("      kiln_uidx kiln_rem = kiln_t < kiln_items ? kiln_t : 0;");
+  for (const auto& o : ops) w.line("      kiln_o_{}[kiln_u] = 0;", o.p->name);
+  w.line("      kiln_i[kiln_u] = 0;");
+  if (nd > 1) {
+    w.line("#pragma unroll");
+    w.line("      for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", nd - 1);
+    w.line("        const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], kiln_shape.kiln_s[kiln_d]);");
+    w.line("        const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
+    w.line("        kiln_rem = kiln_q;");
+    w.line("        const kiln_idx kiln_cs = kiln_d == {} ? kiln_c * {} : kiln_c;", nd - 1, vw);
+    emit_offsets(w, ops, "        ", "kiln_cs", "kiln_d", "[kiln_u]", 1);
+    w.line("      }}");
+    emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", 1);
+  } else {
+    emit_offsets(w, ops, "      ", "kiln_idx(kiln_rem)", "0", "[kiln_u]", vw);
+  }
   w.line("    }}");
-  for (auto* p : arrays) w.line("    kiln_o_{0} += kiln_idx(kiln_rem) * kiln_p_{0}.kiln_s[0];", p->name);
-  w.line("    const kiln_idx kiln_i = kiln_idx(kiln_j);");
-  w.line("    {}", body_call(def, s, "kiln_i", [&](int k, const Param& p) {
-           return fmt::format("*reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + kiln_o_{})",
-                              p.is_output ? "" : "const ", ctype(s, k), p.name, p.name);
+  auto elem = [&](const LoopOperand& o, std::string_view extra) {
+    return fmt::format("*reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + kiln_o_{}[kiln_u]{})",
+                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, o.p->name, extra);
+  };
+  auto vec_ptr = [&](const LoopOperand& o, std::string_view back) {
+    return fmt::format("reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p + kiln_o_{}[kiln_u]){}",
+                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, o.p->name, back);
+  };
+  // Loads, all issued before the operation.
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_items) {{");
+  for (const auto& o : ops) {
+    if (!o.load) continue;
+    const auto& n = o.p->name;
+    const auto t = ctype(s, o.k);
+    if (vw == 1) {
+      w.line("        kiln_r_{}[kiln_u][0] = {};", n, elem(o, ""));
+      continue;
+    }
+    w.line("        if (kiln_is_{} == kiln_idx(sizeof({}))) {{", n, t);
+    w.line("          kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, n, vec_ptr(o, ""));
+    w.line("        }} else if (kiln_is_{} == -kiln_idx(sizeof({}))) {{", n, t);
+    w.line("          {} kiln_tmp[{}];", t, vw);
+    w.line("          kiln_load<{}>(kiln_tmp, {});", vw, vec_ptr(o, fmt::format(" - {}", vw - 1)));
+    w.line("#pragma unroll");
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_tmp[{2} - kiln_k];", vw, n, vw - 1);
+    w.line("        }} else if (kiln_is_{} == 0) {{", n);
+    w.line("          const {} kiln_one = {};", t, elem(o, ""));
+    w.line("#pragma unroll");
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_one;", vw, n);
+    w.line("        }} else {{");
+    w.line("#pragma unroll");
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = {2};", vw, n,
+           elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
+    w.line("        }}");
+  }
+  w.line("      }}");
+  w.line("    }}");
+  // The operation, then the stores.
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_items) {{");
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+  w.line("          const kiln_idx kiln_j = kiln_i[kiln_u] + kiln_k * kiln_shape.kiln_e[{}];", nd - 1);
+  w.line("          {}", body_call(def, s, "kiln_j", [](int, const Param& p) {
+           return fmt::format("kiln_r_{}[kiln_u][kiln_k]", p.name);
          }));
+  w.line("        }}");
+  for (const auto& o : ops) {
+    if (!o.p->is_output) continue;
+    const auto& n = o.p->name;
+    const auto t = ctype(s, o.k);
+    if (vw == 1) {
+      w.line("        {} = kiln_r_{}[kiln_u][0];", elem(o, ""), n);
+      continue;
+    }
+    w.line("        if (kiln_is_{} == kiln_idx(sizeof({}))) {{", n, t);
+    w.line("          kiln_store<{}>({}, kiln_r_{}[kiln_u]);", vw, vec_ptr(o, ""), n);
+    w.line("        }} else if (kiln_is_{} == -kiln_idx(sizeof({}))) {{", n, t);
+    w.line("          {} kiln_tmp[{}];", t, vw);
+    w.line("#pragma unroll");
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_tmp[{2} - kiln_k] = kiln_r_{1}[kiln_u][kiln_k];", vw, n, vw - 1);
+    w.line("          kiln_store<{}>({}, kiln_tmp);", vw, vec_ptr(o, fmt::format(" - {}", vw - 1)));
+    w.line("        }} else {{");
+    w.line("#pragma unroll");
+    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) {2} = kiln_r_{1}[kiln_u][kiln_k];", vw, n,
+           elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
+    w.line("        }}");
+  }
+  w.line("      }}");
+  w.line("    }}");
   w.line("  }}");
 }
 
 // ---- tiled loop ----
 
-// A 32x32 tile of the (rows, cols) loop per block of 32x8 threads, each thread 4 rows. The
-// operation always runs at (row ty + 8k, col tx), so operands contiguous along cols are read
-// and written directly in full lines; staged operands (contiguous along rows) are moved
-// between memory and a padded shared tile by threads running down the rows (tx is the row),
-// so their accesses are full lines too and the shared reads are free of bank conflicts.
+// A tile of tr x tc elements of the (rows, cols) axes (tr * tc = 256 threads x K elements; tc
+// chosen per call, kiln_shape.kiln_t its log2; tr and tc between K and 256) per block; blocks
+// take tiles in turn (col tile fastest, then row tile, then the batch axes, unravelled once per
+// tile). For direct accesses thread t takes col t % tc of rows t / tc + k (256 / tc): operands
+// contiguous along cols are read and written in full lines. Staged operands (contiguous along
+// rows) move between memory and a shared tile [tc][tr + 1] with thread t on row t % tr of
+// cols t / tr + k (256 / tr), so their accesses run along lines too; the odd pitch keeps the
+// shared accesses free of bank conflicts. Each thread's K elements are one pointer and a
+// constant step apart, which keeps the registers (and so the occupancy) where a copy has them.
 void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
-  struct Operand {
-    const Param* p;
-    int k;
-    bool staged, load;
-  };
-  std::vector<Operand> ops;
+  const int nd = s.ndim, rax = nd - 2, cax = nd - 1;
+  const int per_thread = tiled_elements_per_thread(s);
+  int log2_tile = 0;
+  while ((1 << log2_tile) < kTiledThreads * per_thread) ++log2_tile;
+  const auto all = loop_arrays(def, s);
   bool staged_in = false, staged_out = false;
-  for (int k = 0; k < s.nparams; ++k) {
-    const Param& p = def.params[std::size_t(k)];
-    if (s.kind(k) != OperandKind::array || p.raw) continue;
-    const bool load = !p.is_output || output_needs_load(def, k - def.nin);
-    ops.push_back({&p, k, s.staged(k), load});
-    staged_in |= s.staged(k) && load;
-    staged_out |= s.staged(k) && p.is_output;
+  for (const auto& o : all) {
+    staged_in |= s.staged(o.k) && o.load;
+    staged_out |= s.staged(o.k) && o.p->is_output;
   }
-  auto at = [&](const Operand& o, std::string_view r, std::string_view c) {
-    return fmt::format("*reinterpret_cast<{0}{1}*>(kiln_p_{2}.kiln_p + {3} * kiln_p_{2}.kiln_s[0] + {4} * kiln_p_{2}.kiln_s[1])",
-                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, r, c);
+  auto elem = [&](const LoopOperand& o, std::string_view p, std::string_view k) {
+    return fmt::format("*reinterpret_cast<{}{}*>({}_{} + {} * {}s_{})", o.p->is_output ? "" : "const ", ctype(s, o.k), p,
+                       o.p->name, k, p, o.p->name);
   };
-  for (const auto& o : ops)
-    if (o.staged) {
+  for (const auto& o : all)
+    if (s.staged(o.k)) {
       // Raw storage: a __shared__ array of a class type (complex) may not be constructed.
-      w.line("  __shared__ __align__(16) unsigned char kiln_sm_{}[32 * 33 * sizeof({})];", o.p->name, ctype(s, o.k));
-      w.line("  {0} (*const kiln_t_{1})[33] = reinterpret_cast<{0} (*)[33]>(kiln_sm_{1});", ctype(s, o.k), o.p->name);
+      w.line("  __shared__ __align__(16) unsigned char kiln_sm_{}[{} * sizeof({})];", o.p->name,
+             tiled_shared_elements(s), ctype(s, o.k));
+      w.line("  {0}* const kiln_t_{1} = reinterpret_cast<{0}*>(kiln_sm_{1});", ctype(s, o.k), o.p->name);
     }
-  w.line("  const kiln_idx kiln_rows = kiln_shape.kiln_v[0], kiln_cols = kiln_shape.kiln_v[1];");
-  w.line("  const int kiln_tx = int(threadIdx.x), kiln_ty = int(threadIdx.y);");
-  w.line("  const kiln_idx kiln_c0 = kiln_idx(blockIdx.x) * 32;");
-  w.line("  const kiln_uidx kiln_tiles = (kiln_uidx(kiln_rows) + 31) / 32;");
-  // grid.y stops at 65535 tiles: blocks loop over the rest.
-  w.line("  for (kiln_uidx kiln_tr = blockIdx.y; kiln_tr < kiln_tiles; kiln_tr += gridDim.y) {{");
-  w.line("    const kiln_idx kiln_r0 = kiln_idx(kiln_tr) * 32;");
-  if (staged_in || staged_out) w.line("    if (kiln_tr != blockIdx.y) __syncthreads();  // the last tile's shared reads are done");
-  for (const auto& o : ops) w.line("    {} kiln_r_{}[4];", ctype(s, o.k), o.p->name);
-  // Staged loads: tx runs down the rows.
+  w.line("  const kiln_idx kiln_rows = kiln_shape.kiln_v[{}], kiln_cols = kiln_shape.kiln_v[{}];", rax, cax);
+  w.line("  const int kiln_lc = int(kiln_shape.kiln_t), kiln_lr = {} - kiln_lc;", log2_tile);
+  w.line("  const int kiln_pitch = (1 << kiln_lr) + 1;");
+  w.line("  const int kiln_th = int(threadIdx.x);");
+  // Direct: col kiln_dc, rows kiln_dr + k kiln_dk; staged: row kiln_sr, cols kiln_sc + k kiln_sk.
+  w.line("  const int kiln_dc = kiln_th & ((1 << kiln_lc) - 1), kiln_dr = kiln_th >> kiln_lc, kiln_dk = {} >> kiln_lc;", kTiledThreads);
+  w.line("  const int kiln_sr = kiln_th & ((1 << kiln_lr) - 1), kiln_sc = kiln_th >> kiln_lr, kiln_sk = {} >> kiln_lr;", kTiledThreads);
+  // kiln_d of the rows and cols axes count their tiles.
+  w.line("  kiln_uidx kiln_tiles = kiln_uidx(kiln_shape.kiln_d[{}]) * kiln_uidx(kiln_shape.kiln_d[{}]);", rax, cax);
+  for (int d = 0; d < rax; ++d) w.line("  kiln_tiles *= kiln_uidx(kiln_shape.kiln_v[{}]);", d);
+  w.line("  for (kiln_uidx kiln_tile = blockIdx.x; kiln_tile < kiln_tiles; kiln_tile += gridDim.x) {{");
+  w.line("    kiln_uidx kiln_rem = kiln_fastdiv(kiln_tile, kiln_shape.kiln_m[{0}], kiln_shape.kiln_s[{0}]);", cax);
+  w.line("    const kiln_idx kiln_c0 = kiln_idx(kiln_tile - kiln_rem * kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lc;", cax);
+  w.line("    kiln_idx kiln_r0;");
+  w.line("    {{");
+  w.line("      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], kiln_shape.kiln_s[{0}]);", rax);
+  w.line("      kiln_r0 = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lr;", rax);
+  w.line("      kiln_rem = kiln_q;");
+  w.line("    }}");
+  // The batch axes' offsets (kiln_rem is the batch index).
+  for (const auto& o : all) w.line("    char* kiln_b_{0} = kiln_p_{0}.kiln_p;", o.p->name);
+  w.line("    kiln_idx kiln_bi = 0;");
+  for (int d = rax - 1; d >= 0; --d) {
+    w.line("    {{");
+    if (d > 0) {
+      w.line("      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], kiln_shape.kiln_s[{0}]);", d);
+      w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[{}]));", d);
+      w.line("      kiln_rem = kiln_q;");
+    } else {
+      w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem);");
+    }
+    for (const auto& o : all) w.line("      kiln_b_{0} += kiln_c * kiln_p_{0}.kiln_s[{1}];", o.p->name, d);
+    w.line("      kiln_bi += kiln_c * kiln_shape.kiln_e[{}];", d);
+    w.line("    }}");
+  }
+  // This thread's first element and step, for each access pattern.
+  w.line("    const kiln_idx kiln_drow = kiln_r0 + kiln_dr, kiln_dcol = kiln_c0 + kiln_dc;");
+  w.line("    const kiln_idx kiln_srow = kiln_r0 + kiln_sr, kiln_scol = kiln_c0 + kiln_sc;");
+  w.line("    const bool kiln_dok = kiln_dcol < kiln_cols, kiln_sok = kiln_srow < kiln_rows;");
+  for (const auto& o : all) {
+    const auto& n = o.p->name;
+    if (s.staged(o.k)) {
+      w.line("    char* const kiln_sp_{0} = kiln_b_{0} + kiln_srow * kiln_p_{0}.kiln_s[{1}] + kiln_scol * kiln_p_{0}.kiln_s[{2}];", n, rax, cax);
+      w.line("    const kiln_idx kiln_sps_{0} = kiln_idx(kiln_sk) * kiln_p_{0}.kiln_s[{1}];", n, cax);
+    } else {
+      w.line("    char* const kiln_dp_{0} = kiln_b_{0} + kiln_drow * kiln_p_{0}.kiln_s[{1}] + kiln_dcol * kiln_p_{0}.kiln_s[{2}];", n, rax, cax);
+      w.line("    const kiln_idx kiln_dps_{0} = kiln_idx(kiln_dk) * kiln_p_{0}.kiln_s[{1}];", n, rax);
+    }
+  }
+  if (staged_in || staged_out) w.line("    if (kiln_tile != blockIdx.x) __syncthreads();  // the last tile's shared reads are done");
+  for (const auto& o : all) w.line("    {} kiln_r_{}[{}];", ctype(s, o.k), o.p->name, per_thread);
+  // Staged loads.
   if (staged_in) {
     w.line("#pragma unroll");
-    w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
-    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_tx, kiln_c = kiln_c0 + kiln_ty + 8 * kiln_k;");
-    w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
-    for (const auto& o : ops)
-      if (o.staged && o.load) w.line("        kiln_t_{}[kiln_ty + 8 * kiln_k][kiln_tx] = {};", o.p->name, at(o, "kiln_r", "kiln_c"));
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
+    w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
+    for (const auto& o : all)
+      if (s.staged(o.k) && o.load)
+        w.line("        kiln_t_{0}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr] = {1};", o.p->name, elem(o, "kiln_sp", "kiln_k"));
     w.line("      }}");
-    w.line("    }}");
   }
   // Direct loads, all issued before any store (an output may be an input).
   w.line("#pragma unroll");
-  w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
-  w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_ty + 8 * kiln_k, kiln_c = kiln_c0 + kiln_tx;");
-  w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
-  for (const auto& o : ops)
-    if (!o.staged && o.load) w.line("        kiln_r_{}[kiln_k] = {};", o.p->name, at(o, "kiln_r", "kiln_c"));
+  w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
+  w.line("      if (kiln_dok && kiln_drow + kiln_k * kiln_dk < kiln_rows) {{");
+  for (const auto& o : all)
+    if (!s.staged(o.k) && o.load) w.line("        kiln_r_{}[kiln_k] = {};", o.p->name, elem(o, "kiln_dp", "kiln_k"));
   w.line("      }}");
-  w.line("    }}");
   if (staged_in) w.line("    __syncthreads();");
   w.line("#pragma unroll");
-  w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
-  w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_ty + 8 * kiln_k, kiln_c = kiln_c0 + kiln_tx;");
-  w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
-  for (const auto& o : ops)
-    if (o.staged && o.load) w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_tx][kiln_ty + 8 * kiln_k];", o.p->name);
-  w.line("        const kiln_idx kiln_i = kiln_r * kiln_cols + kiln_c;");
+  w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", per_thread);
+  w.line("      const kiln_idx kiln_r = kiln_drow + kiln_k * kiln_dk;");
+  w.line("      if (kiln_dok && kiln_r < kiln_rows) {{");
+  w.line("        const int kiln_sh = kiln_dc * kiln_pitch + kiln_dr + kiln_k * kiln_dk;  // this element in a shared tile");
+  w.line("        (void)kiln_sh;");
+  for (const auto& o : all)
+    if (s.staged(o.k) && o.load) w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_sh];", o.p->name);
+  w.line("        const kiln_idx kiln_i = kiln_bi + kiln_r * kiln_shape.kiln_e[{}] + kiln_dcol * kiln_shape.kiln_e[{}];", rax, cax);
   w.line("        {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
            return fmt::format("kiln_r_{}[kiln_k]", p.name);
          }));
-  for (const auto& o : ops)
+  for (const auto& o : all)
     if (o.p->is_output) {
-      if (o.staged) w.line("        kiln_t_{0}[kiln_tx][kiln_ty + 8 * kiln_k] = kiln_r_{0}[kiln_k];", o.p->name);
-      else w.line("        {} = kiln_r_{}[kiln_k];", at(o, "kiln_r", "kiln_c"), o.p->name);
+      if (s.staged(o.k)) w.line("        kiln_t_{0}[kiln_sh] = kiln_r_{0}[kiln_k];", o.p->name);
+      else w.line("        {} = kiln_r_{}[kiln_k];", elem(o, "kiln_dp", "kiln_k"), o.p->name);
     }
   w.line("      }}");
   w.line("    }}");
   if (staged_out) {
-    // Staged stores: tx runs down the rows again.
+    // Staged stores, along the rows again.
     w.line("    __syncthreads();");
     w.line("#pragma unroll");
-    w.line("    for (int kiln_k = 0; kiln_k < 4; ++kiln_k) {{");
-    w.line("      const kiln_idx kiln_r = kiln_r0 + kiln_tx, kiln_c = kiln_c0 + kiln_ty + 8 * kiln_k;");
-    w.line("      if (kiln_r < kiln_rows && kiln_c < kiln_cols) {{");
-    for (const auto& o : ops)
-      if (o.staged && o.p->is_output) w.line("        {} = kiln_t_{}[kiln_ty + 8 * kiln_k][kiln_tx];", at(o, "kiln_r", "kiln_c"), o.p->name);
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
+    w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
+    for (const auto& o : all)
+      if (s.staged(o.k) && o.p->is_output)
+        w.line("        {} = kiln_t_{}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr];", elem(o, "kiln_sp", "kiln_k"), o.p->name);
     w.line("      }}");
-    w.line("    }}");
   }
   w.line("  }}");
 }
@@ -263,7 +417,8 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
 std::size_t tiled_shared_bytes(const ElementwiseSpec& s) {
   std::size_t bytes = 0;
   for (int k = 0; k < s.nparams; ++k)
-    if (s.kind(k) == OperandKind::array && s.staged(k)) bytes += 32 * 33 * s.param_dtype(k).itemsize();
+    if (s.kind(k) == OperandKind::array && s.staged(k))
+      bytes += std::size_t(tiled_shared_elements(s)) * s.param_dtype(k).itemsize();
   return bytes;
 }
 
@@ -273,7 +428,7 @@ bool output_needs_load(const ElementwiseDefinition& def, int k) {
 
 AbiArg elementwise_arg(const ElementwiseSpec& s, int k, bool is_output) {
   if (k == s.nparams) return {.kind = AbiKind::index};
-  if (k == s.nparams + 1) return {.kind = AbiKind::dims, .ndim = s.ndim};
+  if (k == s.nparams + 1) return {.kind = AbiKind::loop_dims, .ndim = s.ndim};
   const auto& o = s.params[std::size_t(k)];
   const dtype t = s.param_dtype(k);
   switch (s.kind(k)) {

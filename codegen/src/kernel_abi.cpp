@@ -16,6 +16,7 @@ std::string abi_type(const AbiArg& a) {
                          a.contiguous ? "true" : "false");
     case AbiKind::index: return "const kiln_idx";
     case AbiKind::dims: return fmt::format("const kiln_dims<{}, kiln_idx>", a.ndim);
+    case AbiKind::loop_dims: return fmt::format("const kiln_loop_dims<{}, kiln_idx>", a.ndim);
   }
   return {};
 }

@@ -16,6 +16,8 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
   if (s.layout == Layout::contiguous && s.vector_width > 1) {
     const std::int64_t nvec = size / s.vector_width;
     items = std::max(ceil_div(nvec, s.unroll), size - nvec * s.vector_width);
+  } else if (s.layout == Layout::strided) {
+    items = ceil_div(size / s.vector_width, s.unroll);  // the last axis holds whole vectors
   }
   // Capping the grid at the resident blocks (SMs x blocks per SM) and striding measured
   // slower on an H200: my_kernel 4.10 vs 4.37 TB/s, x *= 5 3.92 vs 4.17, x.T + y 1.40 vs 1.66
@@ -25,13 +27,45 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
   return g;
 }
 
-LaunchGeometry tiled_geometry(std::int64_t rows, std::int64_t cols) {
+int tiled_elements_per_thread(const ElementwiseSpec& s) {
+  std::size_t widest = 1;
+  for (int k = 0; k < s.nparams; ++k)
+    if (s.kind(k) == OperandKind::array) widest = std::max(widest, s.param_dtype(k).itemsize());
+  return widest >= 4 ? 4 : 8;
+}
+
+int tiled_shared_elements(const ElementwiseSpec& s) {
+  return kTiledThreads * tiled_elements_per_thread(s) + kTiledThreads;  // tc <= 256 pads
+}
+
+TileShape tile_shape(const ElementwiseSpec& s, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t tile = std::int64_t(kTiledThreads) * tiled_elements_per_thread(s);
+  auto pow2_at_least = [](std::int64_t v) {
+    std::int64_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+  };
+  // Each side between K and 256: every thread's K elements lie on one line of the tile.
+  const std::int64_t lo = tile / kTiledThreads, hi = kTiledThreads;
+  TileShape t;
+  t.cols = 32;
+  while (t.cols * t.cols < tile) t.cols *= 2;  // 32 x 32, 64 x 32, 64 x 64
+  t.cols = std::clamp(std::min(t.cols, pow2_at_least(cols)), lo, hi);
+  t.rows = tile / t.cols;
+  if (rows < t.rows) {
+    t.rows = std::clamp(pow2_at_least(rows), lo, hi);
+    t.cols = tile / t.rows;
+  }
+  t.log2_cols = 0;
+  while ((std::int64_t(1) << t.log2_cols) < t.cols) ++t.log2_cols;
+  return t;
+}
+
+LaunchGeometry tiled_geometry(std::int64_t tiles) {
   LaunchGeometry g;
-  g.block_x = 32;
-  g.block_y = 8;
-  g.block = 256;
-  g.grid = std::uint32_t(std::clamp<std::int64_t>(ceil_div(cols, 32), 1, 0x7fffffff));
-  g.grid_y = std::uint32_t(std::clamp<std::int64_t>(ceil_div(rows, 32), 1, 65535));
+  g.block = g.block_x = kTiledThreads;
+  g.block_y = 1;
+  g.grid = std::uint32_t(std::clamp<std::int64_t>(tiles, 1, 0x7fffffff));
   return g;
 }
 

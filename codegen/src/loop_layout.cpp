@@ -1,12 +1,27 @@
 #include "kiln/codegen/loop_layout.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <limits>
 
 namespace kiln::codegen {
 
-void collapse_dims(Shape& shape, std::span<Shape> strides) {
+namespace {
+
+// Stable insertion sort of the axes by descending |key stride| (a few axes: no allocation).
+void sort_axes(Shape& shape, std::span<Shape> strides, int by) {
+  auto key = [&](int d) { return std::abs(strides[std::size_t(by)][d]); };
+  for (int d = 1; d < shape.size(); ++d)
+    for (int e = d; e > 0 && key(e - 1) < key(e); --e) {
+      std::swap(shape[e - 1], shape[e]);
+      for (auto& s : strides) std::swap(s[e - 1], s[e]);
+    }
+}
+
+}  // namespace
+
+void collapse_dims(Shape& shape, std::span<Shape> strides, int order_by) {
   for (auto d : shape)
     if (d == 0) return;  // nothing runs; keep the shape for messages
   for (int d = shape.size() - 1; d >= 0; --d) {
@@ -14,6 +29,7 @@ void collapse_dims(Shape& shape, std::span<Shape> strides) {
     shape.erase(d);
     for (auto& s : strides) s.erase(d);
   }
+  if (order_by >= 0) sort_axes(shape, strides, order_by);
   for (int d = shape.size() - 2; d >= 0; --d) {
     bool mergeable = std::all_of(strides.begin(), strides.end(), [&](const Shape& s) {
       return s[d] == s[d + 1] * shape[d + 1];
@@ -51,6 +67,19 @@ std::int64_t byte_span(const Shape& shape, const Shape& strides, std::int64_t it
 int choose_index_bits(std::int64_t loop_size, std::int64_t widest_byte_span) {
   constexpr std::int64_t kLimit = std::numeric_limits<std::int32_t>::max();
   return loop_size <= kLimit && widest_byte_span <= kLimit ? 32 : 64;
+}
+
+FastDivisor fast_divisor(std::int64_t divisor, int index_bits) {
+  const auto d = static_cast<std::uint64_t>(divisor);
+  const int shift = std::bit_width(d - 1);  // smallest s with 2^s >= d
+  __extension__ typedef unsigned __int128 u128;  // GCC and Clang: the 128-bit product
+  std::uint64_t m;
+  if (index_bits == 64) {
+    m = std::uint64_t((u128(1) << 64) * ((u128(1) << shift) - d) / d + 1);
+  } else {
+    m = ((std::uint64_t(1) << 32) * ((std::uint64_t(1) << shift) - d)) / d + 1;
+  }
+  return {divisor, static_cast<std::int64_t>(m), shift};
 }
 
 int choose_vector_width(std::span<const VectorOperand> operands) {

@@ -126,7 +126,8 @@ void validate_kernel_name(std::string_view name) {
     throw signature_error(fmt::format("'{}' is a C++ keyword, not a kernel name", name), name, 0);
   static constexpr std::string_view kDeviceNames[] = {
       "kiln_same", "kiln_traits", "kiln_nonzero", "kiln_cast", "kiln_word", "kiln_load",
-      "kiln_store", "kiln_loop_index", "kiln_strided", "kiln_dims", "kiln_multi_index",
+      "kiln_store", "kiln_loop_index", "kiln_strided", "kiln_dims", "kiln_loop_dims",
+      "kiln_fastdiv", "kiln_multi_index",
       "kiln_carray", "kiln_enable", "kiln_idx", "kiln_uidx", "complex"};
   if (std::find(std::begin(kDeviceNames), std::end(kDeviceNames), name) != std::end(kDeviceNames))
     throw signature_error(fmt::format("'{}' is a name in kiln's device code", name), name, 0);

@@ -66,6 +66,12 @@ TEST_CASE("every dtype compiles contiguous, vectorized, strided, with 32/64-bit 
         {{.layout = Layout::contiguous, .index_bits = 64, .vector_width = 1, .raw_ndim = 1}, false, false},
         {{.layout = Layout::strided, .ndim = 3, .index_bits = 32, .raw_ndim = 2}, true, false},
         {{.layout = Layout::strided, .ndim = 1, .index_bits = 64, .raw_ndim = 0}, false, true},
+        // Vectors along the last axis (every access mode is in the source: vector, reversed,
+        // broadcast, one by one).
+        {{.layout = Layout::strided, .ndim = 2, .index_bits = 32, .vector_width = wide, .raw_ndim = 1}, false, true},
+        {{.layout = Layout::strided, .ndim = 4, .index_bits = 64, .vector_width = std::max(1, wide / 2), .raw_ndim = 1},
+         false, false},
+        {{.layout = Layout::strided, .ndim = 1, .index_bits = 32, .vector_width = wide, .raw_ndim = 1}, true, true},
     };
     for (const auto& v : variants) {
       INFO(fmt::format("{} layout {} ndim {} bits {} vw {}", t, int(v.layout.layout), v.layout.ndim,
@@ -89,11 +95,13 @@ TEST_CASE("every dtype compiles tiled (transposed operands through shared memory
       int bits;
       std::uint64_t staged;  // bit k: parameter k
       bool y_uniform;
+      int ndim = 2;          // more: batch axes before (rows, cols)
     };
     for (const Variant v : {Variant{32, 0b00001, false}, Variant{64, 0b10001, false}, Variant{32, 0b00011, false},
-                            Variant{32, 0b10001, true}}) {
-      INFO(fmt::format("{} bits {} staged {:b} y uniform {}", t, v.bits, v.staged, v.y_uniform));
-      auto spec = k.make_spec(types, {.layout = Layout::tiled, .ndim = 2, .index_bits = v.bits, .raw_ndim = 2,
+                            Variant{32, 0b10001, true}, Variant{32, 0b00001, false, 3},
+                            Variant{64, 0b10001, true, 4}}) {
+      INFO(fmt::format("{} bits {} staged {:b} y uniform {} ndim {}", t, v.bits, v.staged, v.y_uniform, v.ndim));
+      auto spec = k.make_spec(types, {.layout = Layout::tiled, .ndim = v.ndim, .index_bits = v.bits, .raw_ndim = 2,
                                       .staged = v.staged});
       if (v.y_uniform) spec.set_param(1, t, OperandKind::uniform);
       spec.set_param(3, t, OperandKind::scalar);
@@ -105,16 +113,17 @@ TEST_CASE("every dtype compiles tiled (transposed operands through shared memory
       check_compiles(k, spec);
     }
     auto a = acc.make_spec(std::vector<dtype>{t, t}, {.layout = Layout::tiled, .ndim = 2, .staged = 0b10});
-    CHECK_THAT(acc.source(a), Catch::Contains("kiln_t_z[kiln_ty + 8 * kiln_k][kiln_tx] = *reinterpret_cast"));
+    CHECK_THAT(acc.source(a), Catch::Contains("kiln_t_z[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr] = *reinterpret_cast"));
     check_compiles(acc, a);
   }
-  // The ABI is the strided one over two dims.
+  // The ABI is the strided one, over the planned dims.
   auto spec = k.make_spec(std::vector<dtype>{float32, float32, float32, float32},
                           {.layout = Layout::tiled, .ndim = 2, .staged = 1});
   CHECK(codegen::elementwise_arg_count(spec) == 7);
   CHECK(codegen::elementwise_arg(spec, 0).kind == codegen::AbiKind::strided);
-  CHECK(codegen::elementwise_arg(spec, 6).kind == codegen::AbiKind::dims);
-  CHECK(codegen::tiled_shared_bytes(spec) == 32 * 33 * 4);
+  CHECK(codegen::elementwise_arg(spec, 6).kind == codegen::AbiKind::loop_dims);
+  // float32: 4 elements per thread, a [tc][tr + 1] tile with tc <= 256.
+  CHECK(codegen::tiled_shared_bytes(spec) == (1024 + 256) * 4);
 }
 
 TEST_CASE("kiln_cast compiles for every pair of dtypes", "[codegen]") {
@@ -187,9 +196,9 @@ TEST_CASE("elementwise kernels declare each parameter with its ABI type", "[code
   CHECK_THAT(src, Catch::Contains("const kiln_carray<complex<double>, 2, true, kiln_idx> r,"));
   CHECK_THAT(src, Catch::Contains("const complex<double> kiln_p_s,"));
   CHECK_THAT(src, Catch::Contains("const kiln_idx kiln_n,"));
-  CHECK_THAT(src, Catch::Contains("const kiln_dims<3, kiln_idx> kiln_shape)"));
+  CHECK_THAT(src, Catch::Contains("const kiln_loop_dims<3, kiln_idx> kiln_shape)"));
   CHECK(codegen::elementwise_arg_count(spec) == 6);
-  CHECK(codegen::elementwise_arg(spec, 5).kind == codegen::AbiKind::dims);
+  CHECK(codegen::elementwise_arg(spec, 5).kind == codegen::AbiKind::loop_dims);
   auto contiguous = k.make_spec(std::vector<dtype>{float32, float32, float32});
   CHECK_THAT(k.source(contiguous), Catch::Contains("float* kiln_p_z,"));
   CHECK_THAT(k.source(contiguous), Catch::Contains("const float* kiln_p_x,"));

@@ -29,6 +29,7 @@ std::vector<AbiArg> every_arg() {
   for (int nd : {1, 2, 3, 7, 32}) {
     out.push_back({.kind = AbiKind::strided, .ndim = nd});
     out.push_back({.kind = AbiKind::dims, .ndim = nd});
+    out.push_back({.kind = AbiKind::loop_dims, .ndim = nd});
   }
   out.push_back({.kind = AbiKind::index});
   return out;
@@ -80,4 +81,6 @@ TEST_CASE("ABI layouts; a pointer then index-width integers, padded to the align
   CHECK(abi_layout({.kind = AbiKind::value, .type = complex128}, 32).align == 16);
   CHECK(abi_layout({.kind = AbiKind::dims, .ndim = 3}, 32).size == 12);
   CHECK(abi_layout({.kind = AbiKind::index}, 64).size == 8);
+  CHECK(abi_layout({.kind = AbiKind::loop_dims, .ndim = 3}, 32).size == 64);  // 5 arrays of 3, 1
+  CHECK(abi_layout({.kind = AbiKind::loop_dims, .ndim = 3}, 64).indices == 16);
 }

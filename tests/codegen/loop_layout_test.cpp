@@ -79,3 +79,69 @@ TEST_CASE("vector width is 16 bytes of the widest operand, reduced by misalignme
   CHECK(choose_vector_width(std::vector<VectorOperand>{}) == 1);
 }
 
+
+TEST_CASE("collapse orders the axes by an output's strides, so operands transposed with it merge",
+          "[codegen]") {
+  // z.T = x.T * 5 on (4, 3) float32 arrays: the loop (3, 4) walks both with strides (4, 12).
+  Shape shape{3, 4};
+  std::vector<Shape> st = {{4, 12}, {4, 12}};
+  collapse_dims(shape, st, 1);
+  CHECK(shape == Shape{12});
+  CHECK(st[0] == Shape{4});
+  // A permuted output (axes (2, 0, 1) of a (2, 3, 4) array) reorders a 3-D loop, stably; the
+  // input, contiguous over the loop, becomes the transposed one.
+  Shape s3{4, 2, 3};
+  std::vector<Shape> st3 = {{24, 12, 4}, {4, 48, 16}};
+  collapse_dims(s3, st3, 1);
+  CHECK(s3 == Shape{6, 4});
+  CHECK(st3[1] == Shape{16, 4});
+  CHECK(st3[0] == Shape{4, 24});
+  // Without an order the axes stay as they are.
+  Shape keep{3, 4};
+  std::vector<Shape> kst = {{4, 12}, {4, 12}};
+  collapse_dims(keep, kst);
+  CHECK(keep == Shape{3, 4});
+}
+
+namespace {
+// The device's n / d: (umulhi(n, m) + n) >> s in the index width.
+std::uint64_t device_div(std::uint64_t n, const FastDivisor& f, int bits) {
+  using u128 = unsigned __int128;
+  if (bits == 32) {
+    const auto m = std::uint32_t(f.multiplier);
+    const auto hi = std::uint32_t((std::uint64_t(std::uint32_t(n)) * m) >> 32);
+    return std::uint32_t(hi + std::uint32_t(n)) >> f.shift;
+  }
+  const auto hi = std::uint64_t((u128(n) * u128(std::uint64_t(f.multiplier))) >> 64);
+  return (hi + n) >> f.shift;
+}
+}  // namespace
+
+TEST_CASE("fast divisors divide exactly across the whole index range", "[codegen]") {
+  std::uint64_t state = 12345;
+  auto next = [&] {  // splitmix64
+    state += 0x9E3779B97F4A7C15ull;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (int bits : {32, 64}) {
+    const std::uint64_t limit = bits == 32 ? (std::uint64_t(1) << 31) : (std::uint64_t(1) << 63);
+    std::vector<std::uint64_t> divisors{1, 2, 3, 5, 7, 31, 32, 33, 1000, 2048, 8191, 65535, 65536, 1 << 20,
+                                        (std::uint64_t(1) << 31) - 1};
+    if (bits == 64) divisors.insert(divisors.end(), {std::uint64_t(1) << 31, 3000000007ull, (std::uint64_t(1) << 62) + 1});
+    for (int k = 0; k < 200; ++k) divisors.push_back(1 + next() % (bits == 32 ? limit - 1 : (std::uint64_t(1) << 40)));
+    for (std::uint64_t d : divisors) {
+      const FastDivisor f = fast_divisor(std::int64_t(d), bits);
+      CHECK(f.divisor == std::int64_t(d));
+      std::vector<std::uint64_t> ns{0, 1, d - 1, d, d + 1, limit - 1, limit - d, 2 * d - 1};
+      for (int k = 0; k < 200; ++k) ns.push_back(next() % limit);
+      for (std::uint64_t n : ns) {
+        if (n >= limit) continue;
+        INFO("bits " << bits << " n " << n << " d " << d);
+        REQUIRE(device_div(n, f, bits) == n / d);
+      }
+    }
+  }
+}

@@ -1,5 +1,8 @@
 // ElementwiseKernel parts that need no GPU: construction checks, argument checks that come
 // before any device work, results, and ahead-of-time compiles for sm_90.
+#include <algorithm>
+#include <set>
+
 #include <catch2/catch.hpp>
 
 #include "call/kernel_call.hpp"
@@ -110,12 +113,16 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
     CHECK_THROWS_WITH(k.make_spec(f32, {.vector_width = w}), Catch::Contains("allowed 1, 2, 4 for these dtypes"));
   CHECK_THROWS_WITH(k.make_spec(std::vector<dtype>{complex128, complex128}, {.vector_width = 2}),
                     Catch::Contains("allowed 1 for these dtypes"));
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .vector_width = 4}),
-                    Catch::Contains("strided kernels take 1"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .vector_width = 8}),
+                    Catch::Contains("allowed 1, 2, 4 for these dtypes"));
+  CHECK(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .vector_width = 4}).vector_width == 4);
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 4, .staged = 1}),
+                    Catch::Contains("tiled kernels take 1"));
   CHECK_THROWS_WITH(k.make_spec(f32, {.raw_ndim = 33}), Catch::Contains("raw_ndim 33 is outside 0..32"));
-  // Tiled: two dims, at least one staged loop array, within the shared memory limit.
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .staged = 1}),
-                    Catch::Contains("ndim 3 is not possible here: tiled kernels take 2"));
+  // Tiled: two dims or more, at least one staged loop array, within the shared memory limit.
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 1, .staged = 1}),
+                    Catch::Contains("ndim 1 is not possible here: tiled kernels take 2 or more"));
+  CHECK(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .staged = 1}).ndim == 3);
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2}), Catch::Contains("layout staged is 0"));
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .staged = 2}),
                     Catch::Contains("staged names raw parameter 'r'"));
@@ -128,7 +135,7 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   ElementwiseKernel wide("complex128 a, complex128 b, complex128 c", "complex128 z", "z = a + b + c", "wide");
   const std::vector<dtype> c128(3, complex128);
   CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::tiled, .ndim = 2, .staged = 7}),
-                    Catch::Contains("50688 bytes of shared memory, over 49152"));
+                    Catch::Contains("61440 bytes of shared memory, over 49152"));
   const auto tiled = k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .staged = 5});
   CHECK(tiled.ndim == 2);
   CHECK((tiled.staged(0) && !tiled.staged(1) && tiled.staged(2)));
@@ -138,21 +145,36 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
 TEST_CASE("ahead of time, a definition and dtypes give every layout a call can ask for", "[ops]") {
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
   const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
-  // Contiguous widths 1, 2, 4, strided ndim 1..3 and tiled with x, y or both transposed, each
-  // with 32- and 64-bit indices.
-  CHECK(specs.size() == 2 * (3 + 3 + 3));
-  int contiguous4 = 0, strided3_64 = 0, tiled_x = 0, tiled_both = 0;
+  // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), and tiled
+  // ndim 2..3 with x, y or both transposed, each with 32- and 64-bit indices.
+  CHECK(specs.size() == 2 * (3 + 3 + 2 * 3));
+  int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0;
   for (const auto& s : specs) {
     contiguous4 += s.layout == codegen::Layout::contiguous && s.vector_width == 4;
     strided3_64 += s.layout == codegen::Layout::strided && s.ndim == 3 && s.index_bits == 64;
+    strided2_w1 += s.layout == codegen::Layout::strided && s.ndim == 2 && s.vector_width == 1 && s.unroll == 4;
     const bool tiled = s.layout == codegen::Layout::tiled && s.ndim == 2 && !s.staged(2);
     tiled_x += tiled && s.staged(0) && !s.staged(1);
     tiled_both += tiled && s.staged(0) && s.staged(1);
+    tiled3 += s.layout == codegen::Layout::tiled && s.ndim == 3;
   }
   CHECK(contiguous4 == 2);
   CHECK(strided3_64 == 1);
+  CHECK(strided2_w1 == 2);
   CHECK(tiled_x == 2);
   CHECK(tiled_both == 2);
+  CHECK(tiled3 == 2 * 3);
+  // Strided widths are the planner's: float16 by 1, 4 and 8 (8 and 16 bytes), int8 by 1, 8, 16.
+  const ElementwiseKernel g("T x, T y", "T z", "z = x + y", "aot_generic");
+  auto strided_widths = [&](dtype t) {
+    std::set<int> w;
+    for (const auto& s : g.specs({.dtypes = {t, t}, .max_ndim = 2, .index64 = false}))
+      if (s.layout == codegen::Layout::strided && s.ndim == 2) w.insert(s.vector_width);
+    return w;
+  };
+  CHECK(strided_widths(float16) == std::set<int>{1, 4, 8});
+  CHECK(strided_widths(int8) == std::set<int>{1, 8, 16});
+  CHECK(strided_widths(float64) == std::set<int>{1});
   // A scalar input is never staged; max_ndim 1 prepares no tiled kernel.
   for (const auto& s : k.specs({.dtypes = {float32, float32}, .scalar_inputs = {1}}))
     CHECK(!s.staged(1));
@@ -178,7 +200,7 @@ codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::initializer_li
   detail::decide_loop_shape(c, true);
   detail::check_outputs(c, true, c.shape, "the arguments broadcast to");
   detail::ElementwisePlan plan;
-  detail::plan_elementwise(c, true, plan);
+  detail::plan_elementwise(c, k.definition(), true, plan);
   return plan.spec;
 }
 // An array over memory that is never touched: a borrowed buffer at a made-up address (each
@@ -206,8 +228,9 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   CHECK((yt.layout == Layout::tiled && !yt.staged(0) && yt.staged(1)));
   auto both = plan_of(add, {x.T(), y.T(), z});
   CHECK((both.layout == Layout::tiled && both.staged(0) && both.staged(1) && !both.staged(2)));
-  auto out = plan_of(add, {x, y, z.T()});  // a transposed output is staged too
-  CHECK((out.layout == Layout::tiled && !out.staged(0) && out.staged(2)));
+  // A transposed output orders the loop: the inputs become the transposed operands.
+  auto out = plan_of(add, {x, y, z.T()});
+  CHECK((out.layout == Layout::tiled && out.staged(0) && out.staged(1) && !out.staged(2)));
   // Odd shapes collapse to 2-D and tile too; 1 x n and n x 1 collapse to 1-D.
   const ndarray a = meta({17, 8193}), b = meta({8193, 17}), c = meta({8193, 17});
   CHECK(plan_of(add, {a.T(), b, c}).layout == Layout::tiled);
@@ -220,9 +243,7 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   // A row vector beside a transposed operand: tiled, the vector read directly.
   auto mixed = plan_of(add, {row, x.T(), z});
   CHECK((mixed.layout == Layout::tiled && !mixed.staged(0) && mixed.staged(1)));
-  // A 3-D loop keeps the strided path; so does a block size the tile was not written for.
-  const ndarray x3 = meta({4, 64, 64}), y3 = meta({4, 64, 64}), z3 = meta({4, 64, 64});
-  CHECK(plan_of(add, {x3.transpose({0, 2, 1}), y3, z3}).layout == Layout::strided);
+  // A block size the tile was not written for keeps the strided path.
   CHECK(plan_of(add, {x.T(), y, z}, {.block_size = 128}).layout == Layout::strided);
   CHECK(plan_of(add, {x.T(), y, z}, {.block_size = 256}).layout == Layout::tiled);
   // Past 2^31 elements the tiled kernel indexes with 64 bits.
@@ -235,4 +256,170 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
                 cc = meta({64, 64}, complex128), cz = meta({64, 64}, complex128);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc, cz}).layout == Layout::tiled);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc.T(), cz}).layout == Layout::strided);
+}
+
+TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtypes", "[ops]") {
+  // kiln-cache precompiles specs(); a call whose plan is not among them would compile at run
+  // time on a deployment that forbids it.
+  const ElementwiseKernel k("T x, T y", "T z", "z = x + y", "plan_in_aot");
+  const slice rev(std::nullopt, std::nullopt, -1);
+  for (dtype t : {float32, float16, int8, float64, complex128}) {
+    INFO(t.name());
+    const auto aot = k.specs({.dtypes = {t, t}, .max_ndim = 4});
+    // The fields the generated code depends on (ahead-of-time specs carry the target's raw_ndim
+    // on every parameter, which a non-raw array's code never reads).
+    auto listed = [&](const codegen::ElementwiseSpec& p) {
+      return std::any_of(aot.begin(), aot.end(), [&](const codegen::ElementwiseSpec& s) {
+        bool same = s.layout == p.layout && s.ndim == p.ndim && s.index_bits == p.index_bits &&
+                    s.vector_width == p.vector_width && s.unroll == p.unroll && s.nparams == p.nparams;
+        for (int q = 0; q < p.nparams && same; ++q)
+          same = s.param_dtype(q) == p.param_dtype(q) && s.kind(q) == p.kind(q) && s.staged(q) == p.staged(q);
+        return same;
+      });
+    };
+    const ndarray col = meta({512, 1}, t), row = meta({1, 512}, t), sq = meta({512, 512}, t);
+    const ndarray x4 = meta({8, 64, 28, 28}, t), c4 = meta({1, 64, 1, 1}, t);
+    const ndarray wide = meta({512, 1024}, t), odd = meta({300, 6}, t), odd_col = meta({300, 1}, t);
+    const ndarray cube = meta({16, 32, 64}, t), cube_t = meta({64, 16, 32}, t);
+    const ndarray p4 = meta({4, 8, 16, 32}, t), p4z = meta({32, 16, 8, 4}, t);
+    const std::vector<std::vector<ndarray>> calls = {
+        {col, row, sq},                                                    // outer
+        {sq, meta({512}, t), sq},                                          // row vector
+        {x4, c4, x4},                                                      // per channel
+        {odd_col, meta({6}, t), odd},                                      // short last axis
+        {wide(all, slice(0, std::nullopt, 2)), sq, sq},                    // stepped
+        {wide(all, slice(8, 520, 1)), sq, sq},                             // aligned window
+        {wide(all, slice(1, 513, 1)), sq, sq},                             // misaligned window
+        {sq(rev, rev), sq, sq},                                            // reversed
+        {sq.T(), sq, sq},                                                  // 2-D transpose
+        {sq, sq, sq.T()},                                                  // transposed output
+        {cube.transpose({2, 0, 1}), cube_t, cube_t},                       // 3-D permutation
+        {p4.transpose({3, 2, 1, 0}), p4z, p4z},                            // 4-D reversal of axes
+        {cube.transpose({1, 0, 2}), meta({32, 16, 64}, t), meta({32, 16, 64}, t)},  // leading axes
+    };
+    for (std::size_t j = 0; j < calls.size(); ++j) {
+      INFO("call " << j);
+      const auto plan = plan_of(k, {calls[j][0], calls[j][1], calls[j][2]});
+      CHECK(plan.layout != codegen::Layout::contiguous);
+      CHECK(listed(plan));
+    }
+  }
+}
+
+TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slices", "[ops]") {
+  ElementwiseKernel add("T x, T y", "T z", "z = x + y", "plan_family_add");
+  using codegen::Layout;
+  using codegen::OperandKind;
+  SECTION("broadcasts take the strided loop, 16-bit dtypes with vectors along the last axis") {
+    // The outer sum x(8192, 1) + y(1, 8192): float32 one element per item, four per thread.
+    const ndarray col = meta({8192, 1}), row = meta({1, 8192}), z = meta({8192, 8192});
+    auto outer = plan_of(add, {col, row, z});
+    CHECK(outer.layout == Layout::strided);
+    CHECK(outer.ndim == 2);
+    CHECK(outer.vector_width == 1);
+    CHECK(outer.unroll == 4);
+    CHECK((outer.kind(0) == OperandKind::array && outer.kind(1) == OperandKind::array));
+    // float16: y and z by 16 bytes, x once per vector.
+    const ndarray hcol = meta({8192, 1}, float16), hrow = meta({1, 8192}, float16), hz = meta({8192, 8192}, float16);
+    auto houter = plan_of(add, {hcol, hrow, hz});
+    CHECK((houter.layout == Layout::strided && houter.vector_width == 8 && houter.unroll == 2));
+    // NCHW plus a per-channel (1, C, 1, 1): H and W merge; three planned axes.
+    const ndarray x4 = meta({8, 64, 28, 28}), b = meta({1, 64, 1, 1}), z4 = meta({8, 64, 28, 28});
+    auto nchw = plan_of(add, {x4, b, z4});
+    CHECK((nchw.layout == Layout::strided && nchw.ndim == 3 && nchw.vector_width == 1));
+    const ndarray h4 = meta({8, 64, 28, 28}, bfloat16), hb = meta({1, 64, 1, 1}, bfloat16);
+    CHECK(plan_of(add, {h4, hb, h4}).vector_width == 8);  // 784 = 98 x 8
+    // A last axis of 6 float16 holds no vector of 8 bytes or more: one by one.
+    const ndarray h = meta({512, 1}, float16), h6 = meta({512, 6}, float16), hr = meta({6}, float16);
+    CHECK(plan_of(add, {h, hr, h6}).vector_width == 1);
+    // Size-1 axes anywhere drop out: (1, 300, 1, 8) + (64, 1, 1, 1) is a 2-D loop.
+    const ndarray p = meta({1, 300, 1, 8}), q = meta({64, 1, 1, 1}), pz = meta({64, 300, 1, 8});
+    auto ones = plan_of(add, {p, q, pz});
+    CHECK((ones.layout == Layout::strided && ones.ndim == 2));
+  }
+  SECTION("slices keep vectors where aligned, and negative steps read vectors reversed") {
+    const ndarray x = meta({4096, 4096}, float16), y = meta({4096, 2048}, float16), z = meta({4096, 2048}, float16);
+    auto stepped = plan_of(add, {x(all, slice(0, std::nullopt, 2)), y, z});  // x[:, ::2]
+    CHECK((stepped.layout == Layout::strided && stepped.vector_width == 8));
+    auto window = plan_of(add, {x(slice(0, 4096, 1), slice(8, 2056, 1)), y, z});  // 16-byte offset
+    CHECK((window.layout == Layout::strided && window.vector_width == 8));
+    auto half_window = plan_of(add, {x(slice(0, 4096, 1), slice(4, 2052, 1)), y, z});  // 8 bytes
+    CHECK((half_window.layout == Layout::strided && half_window.vector_width == 4));
+    auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});  // 2 bytes off: one by one
+    CHECK((shifted.layout == Layout::strided && shifted.vector_width == 1 && shifted.unroll == 4));
+    // Only gathers (no operand with a unit stride): one element per item.
+    const ndarray g = meta({4096, 4096}, float16);
+    auto gathers = plan_of(add, {x(all, slice(0, std::nullopt, 2)), x(all, slice(1, std::nullopt, 2)),
+                                 g(all, slice(0, 4096, 2))});
+    CHECK((gathers.layout == Layout::strided && gathers.vector_width == 1 && gathers.unroll == 4));
+    const ndarray v = meta({1 << 20}, float16), w = meta({1 << 20}, float16);
+    auto reversed = plan_of(add, {v(slice(std::nullopt, std::nullopt, -1)), w, w});
+    CHECK((reversed.layout == Layout::strided && reversed.ndim == 1 && reversed.vector_width == 8));
+    auto rows_reversed = plan_of(add, {x(slice(std::nullopt, std::nullopt, -1), slice(0, 2048, 1)), y, z});
+    CHECK((rows_reversed.layout == Layout::strided && rows_reversed.vector_width == 8));
+    // float32 slices: one element per item.
+    const ndarray f = meta({4096, 4096}), fy = meta({4096, 2048});
+    CHECK(plan_of(add, {f(all, slice(0, 2048, 1)), fy, fy}).vector_width == 1);
+  }
+  SECTION("N-D permutations tile (rows axis, last axis) over the batch axes") {
+    const ndarray x = meta({16, 256, 512}), y = meta({16, 512, 256}), z = meta({16, 512, 256});
+    auto batched = plan_of(add, {x.transpose({0, 2, 1}), y, z});
+    CHECK((batched.layout == Layout::tiled && batched.ndim == 3));
+    CHECK((batched.staged(0) && !batched.staged(1) && !batched.staged(2)));
+    // A full reversal of the axes pairs axis 0 with the last; axis 1 is the batch.
+    const ndarray a = meta({64, 32, 128}), b = meta({128, 32, 64}), c = meta({128, 32, 64});
+    auto reversal = plan_of(add, {a.transpose({2, 1, 0}), b, c});
+    CHECK((reversal.layout == Layout::tiled && reversal.ndim == 3 && reversal.staged(0)));
+    // x.transpose(2, 0, 1) + y collapses to a 2-D tile.
+    const ndarray t = meta({64, 128, 128}), u = meta({128, 64, 128});
+    CHECK(plan_of(add, {t.transpose({2, 0, 1}), u, u}).ndim == 2);
+    // Permuted leading axes keep the last axis contiguous: strided, no tile.
+    const ndarray l = meta({32, 64, 256}, float16), m = meta({64, 32, 256}, float16);
+    auto leading = plan_of(add, {l.transpose({1, 0, 2}), m, m});
+    CHECK((leading.layout == Layout::strided && leading.vector_width == 8));
+    // A transposed axis shorter than 16 reads through the caches instead of a tile.
+    const ndarray narrow = meta({3, 100000}), nz = meta({100000, 3});
+    CHECK(plan_of(add, {narrow.T(), nz, nz}).layout == Layout::strided);
+  }
+  SECTION("a permuted output orders the loop; the operation's index keeps it") {
+    const ndarray x = meta({512, 768}), y = meta({512, 768}), z = meta({768, 512});
+    // z.T = x + y: the loop follows z, so x and y become the transposed operands.
+    auto out_t = plan_of(add, {x, y, z.T()});
+    CHECK((out_t.layout == Layout::tiled && out_t.staged(0) && out_t.staged(1) && !out_t.staged(2)));
+    // Inputs transposed against a contiguous output tile; transposed with it, the loop is
+    // contiguous.
+    CHECK(plan_of(add, {x.T(), y.T(), meta({768, 512})}).layout == Layout::tiled);
+    const ndarray zt = meta({512, 768});
+    CHECK(plan_of(add, {x.T(), y.T(), zt.T()}).layout == Layout::contiguous);
+    // In place on a transposed view: x *= 5 as a kernel is contiguous.
+    ElementwiseKernel scale("float32 s", "float32 v", "v = v * s", "plan_scale");
+    const ndarray sq = meta({1024, 1024}), sqt = sq.T();
+    std::vector<kernel_arg> args{kernel_arg(5.0f), kernel_arg(sqt)};
+    detail::KernelCall call(scale.definition());
+    detail::bind_arguments(call, args);
+    detail::decide_loop_shape(call, true);
+    detail::ElementwisePlan plan;
+    detail::plan_elementwise(call, scale.definition(), true, plan);
+    CHECK(plan.spec.layout == Layout::contiguous);
+    // z.T = x + i: i is C order over the loop, so the loop keeps its order and z is staged.
+    ElementwiseKernel indexed("T x, T y", "T z", "z = x + y + i", "plan_indexed");
+    auto idx = plan_of(indexed, {x, y, z.T()});
+    CHECK((idx.layout == Layout::tiled && !idx.staged(0) && !idx.staged(1) && idx.staged(2)));
+  }
+}
+
+TEST_CASE("a definition knows whether its code reads the loop index", "[ops]") {
+  CHECK(ElementwiseKernel("T x", "T z", "z = x + i", "ix1").definition().uses_index);
+  CHECK(ElementwiseKernel("T x", "T z", "z = x + _ind.size()", "ix2").definition().uses_index);
+  CHECK_FALSE(ElementwiseKernel("T x", "T z", "z = x * 2", "ix3").definition().uses_index);
+  CHECK_FALSE(ElementwiseKernel("T x", "T z", "z = x * 2 /* i */", "ix4").definition().uses_index);
+  // A macro may expand to i; a function's own i is not the loop's.
+  CHECK(ElementwiseKernel("T x", "T z", "z = x + IDX", "ix5", {.preamble = "#define IDX \\\n  i\n"})
+            .definition()
+            .uses_index);
+  CHECK_FALSE(ElementwiseKernel("T x", "T z", "z = f(x)", "ix6",
+                                {.preamble = "__device__ T f(T v) { int i = 2; return v * i; }"})
+                  .definition()
+                  .uses_index);
+  CHECK(ElementwiseKernel("T x", "T z", "z = x + IDX", "ix7", {.options = {"-DIDX=i"}}).definition().uses_index);
 }

@@ -111,8 +111,8 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   Precompiled p;
   INFO(p.run.output);
   REQUIRE(p.run.status == 0);
-  // my_kernel: 3 contiguous widths + 2 strided ndims + 3 tiled (x, y, both transposed)
-  // (32-bit only); scale: 2 exact; source: 1.
+  // my_kernel: 3 contiguous widths + 2 strided ndims (float32: one width) + 3 tiled (x, y,
+  // both transposed) (32-bit only); scale: 2 exact; source: 1.
   REQUIRE(p.reqs.size() == 2 * (8 + 2 + 1));
   CHECK_THAT(p.run.output, Contains("22 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
   const kiln::cache::DiskCache disk(p.dir);
@@ -468,7 +468,7 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
         std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
   CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() ==
-        2 * (3 + 4 + 3));  // every layout variant (tiled: x, y or both transposed)
+        2 * (3 + 4 + 3 * 3));  // every layout variant (float32 strided: one width; tiled: x, y or both transposed)
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);

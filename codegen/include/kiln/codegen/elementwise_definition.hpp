@@ -25,6 +25,10 @@ struct ElementwiseCode {
 
 struct ElementwiseDefinition : KernelDefinition {
   std::string operation, loop_prep, after_loop;
+  /// The user's code may read the flat loop index (`i`, `_ind`): the planner then keeps the
+  /// loop's axis order (the index is computed in any order, but axes it ties together cannot
+  /// be merged once reordered). False lets a transposed output reorder the loop.
+  bool uses_index = true;
 };
 
 /// Parses and checks a definition; throws SignatureError (see make_kernel_definition; also an

@@ -10,8 +10,11 @@
 //     uniform    pointer    the one element
 //     raw_array  raw_array  the whole array
 //   then  index             the loop size
-//   then, strided and tiled: dims   the collapsed loop shape
-// Tiled kernels launch as elementwise_geometry says: 32x8 threads over a 2-D grid of tiles.
+//   then, strided and tiled: loop_dims   the planned loop: extents, steps of the flat index i,
+//                            and divisors: strided, the extents but the last axis counted in
+//                            vectors; tiled, the extents but rows and cols counted in tiles
+// Strided kernels launch as elementwise_geometry says (a thread per `unroll` vectors); tiled
+// kernels as tiled_geometry says (32x8 threads, a 1-D grid of tiles).
 // elementwise_arg(spec, k) describes argument k; host packing and the emitted declarations
 // both come from it.
 //
@@ -33,7 +36,7 @@ std::string emit_elementwise(const ElementwiseDefinition& def, const Elementwise
 bool output_needs_load(const ElementwiseDefinition& def, int k);
 
 /// Kernel argument k as in the list above: k < nparams a parameter (is_output makes an
-/// array pointer writable), then the loop size, then (strided) the loop shape.
+/// array pointer writable), then the loop size, then (strided, tiled) the loop dims.
 AbiArg elementwise_arg(const ElementwiseSpec& spec, int k, bool is_output = false);
 /// Static shared memory of a tiled kernel: one padded 32x33 tile per staged operand (the
 /// planner keeps it within kMaxTiledSharedBytes).

@@ -11,6 +11,10 @@
 //
 //   s.layout = Layout::tiled; s.ndim = 2;          // z = x.T + y
 //   s.params[0].staged = 1;                        // x: through shared memory
+//
+//   s.layout = Layout::strided; s.ndim = 2;        // z = x[:, None] + y[None, :] (an outer sum)
+//   s.vector_width = 8;                            // float16: y and z by 16 bytes, x once
+//   s.unroll = default_unroll(s.layout, 8);
 #include <array>
 #include <cstdint>
 
@@ -29,10 +33,17 @@ enum class OperandKind : std::uint8_t {
 
 enum class Layout : std::uint8_t {
   contiguous,  // every `array` operand is C-contiguous over the loop: pointer + i
-  strided,     // byte strides over `ndim` collapsed dims
-  // Two collapsed dims (rows, cols) walked in 32x32 tiles by 32x8 threads, strided arguments
-  // as in `strided`. Operands whose fastest axis is the rows (a transposed view: `staged`)
-  // move through shared memory so every global access runs along a full line.
+  // Byte strides over `ndim` planned dims (collapsed, and ordered by the output's strides).
+  // Each thread takes vectors of `vector_width` elements along the last axis (which holds
+  // whole vectors), unravelled with precomputed divisors; per operand, by its last-axis stride
+  // at run time: one vector load or store (unit stride, aligned), the same reversed (unit
+  // negative stride), one element for the whole vector (stride 0: a broadcast), or one access
+  // per element (any other stride).
+  strided,
+  // `ndim` >= 2 planned dims (batch..., rows, cols) walked in tiles of (rows, cols) of 256
+  // threads x K elements (launch_config.hpp: the shape is chosen per call), batch axes
+  // unravelled per tile. Operands whose fastest axis is the rows (a transposed view:
+  // `staged`) move through shared memory so every global access runs along lines.
   tiled,
 };
 
@@ -46,10 +57,10 @@ struct OperandSpec {
 
 struct ElementwiseSpec {
   Layout layout = Layout::contiguous;
-  std::uint8_t ndim = 1;          // strided: collapsed dims (>= 1); tiled: 2; contiguous: 1
+  std::uint8_t ndim = 1;          // strided: planned dims (>= 1); tiled: >= 2; contiguous: 1
   std::uint8_t index_bits = 32;   // 32 or 64
-  std::uint8_t vector_width = 1;  // contiguous: elements per vector load (16 bytes / widest)
-  std::uint8_t unroll = 2;        // vectors per thread per loop iteration
+  std::uint8_t vector_width = 1;  // contiguous, strided: elements per vector (16 bytes / widest)
+  std::uint8_t unroll = 2;        // vectors per thread per loop iteration (default_unroll)
   std::uint8_t nparams = 0;
   std::uint16_t reserved = 0;     // keeps the bytes defined for hashing
   std::array<OperandSpec, kMaxParams> params{};
@@ -66,6 +77,22 @@ struct ElementwiseSpec {
     return offsetof(ElementwiseSpec, params) + sizeof(OperandSpec) * nparams;
   }
 };
+/// The unroll a planner gives a layout and vector width (ahead-of-time specs use the same):
+/// strided loops with short vectors take more of them per thread, to keep enough loads in
+/// flight.
+constexpr std::uint8_t default_unroll(Layout layout, int vector_width) {
+  return layout == Layout::strided && vector_width <= 2 ? 4 : 2;
+}
+
+/// Whether a strided loop over arrays whose widest element has `widest` bytes takes vectors of
+/// `vector_width` elements: 1 always; vectors only for 1- and 2-byte dtypes, 8 to 16 bytes
+/// (4- and 8-byte dtypes ran faster one element at a time on an H200). The planner picks among
+/// these, and ahead-of-time specs enumerate exactly these.
+constexpr bool strided_width_planned(int vector_width, int widest) {
+  const int bytes = vector_width * widest;
+  return vector_width == 1 || (widest < 4 && bytes >= 8 && bytes <= 16);
+}
+
 static_assert(sizeof(OperandSpec) == 5);
 static_assert(offsetof(ElementwiseSpec, params) == 8);
 

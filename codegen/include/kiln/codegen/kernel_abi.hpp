@@ -13,6 +13,10 @@
 //                                           I kiln_strides[max(nd,1)];}  byte strides
 //   index      I                           a loop size or count
 //   dims       kiln_dims<nd, I>            {I kiln_v[nd];}  a (collapsed) loop shape
+//   loop_dims  kiln_loop_dims<nd, I>       {I kiln_v[nd], kiln_e[nd], kiln_d[nd], kiln_m[nd],
+//                                           kiln_s[nd], kiln_t;}  a planned loop: extents, steps
+//                                           of the flat index, divisors with multipliers and
+//                                           shifts, and a tiled kernel's log2 tile cols
 // where I is kiln_idx: int for 32-bit indexing, long long for 64-bit. So every argument is an
 // optional 8-byte pointer followed by index-width integers (or a plain value), padded to its
 // alignment.
@@ -28,12 +32,12 @@
 
 namespace kiln::codegen {
 
-enum class AbiKind : std::uint8_t { value, pointer, strided, raw_array, index, dims };
+enum class AbiKind : std::uint8_t { value, pointer, strided, raw_array, index, dims, loop_dims };
 
 struct AbiArg {
   AbiKind kind = AbiKind::pointer;
   dtype type = float64;     // value, pointer, raw_array: the element dtype
-  int ndim = 0;             // strided, raw_array, dims
+  int ndim = 0;             // strided, raw_array, dims, loop_dims
   bool contiguous = true;   // raw_array: C-contiguous (x[i] needs no unravel)
   bool writable = false;    // pointer: an output (T* rather than const T*)
 };
@@ -64,6 +68,7 @@ constexpr AbiLayout abi_layout(const AbiArg& a, int index_bits) {
       break;
     case AbiKind::index: l.indices = 1; break;
     case AbiKind::dims: l.indices = std::uint32_t(a.ndim); break;
+    case AbiKind::loop_dims: l.indices = 5 * std::uint32_t(a.ndim) + 1; break;
   }
   l.align = l.pointer ? 8 : idx;
   const std::uint32_t bytes = (l.pointer ? 8 : 0) + idx * l.indices;

@@ -21,14 +21,35 @@ struct LaunchGeometry {
 };
 
 /// One thread per item of the emitted loop (a group of `unroll` vectors, or one element),
+/// a strided loop's vectors running along its last axis,
 /// with the grid-stride loop covering only loops past the hardware grid limit. `block` 0
 /// means kDefaultBlock capped at `max_block` (the loaded kernel's limit). Not for tiled
 /// kernels: see tiled_geometry.
 LaunchGeometry elementwise_geometry(const ElementwiseSpec& spec, std::int64_t size, int block,
                                     int max_block);
-/// A tiled kernel over a rows x cols loop: 32x8 threads (its loops are written for them) per
-/// 32x32 tile, grid (col tiles, row tiles up to 65535; blocks loop over further rows).
-LaunchGeometry tiled_geometry(std::int64_t rows, std::int64_t cols);
+// ---- tiled kernels: 256 threads per tile of 256 x K elements ----
+inline constexpr int kTiledThreads = 256;
+/// The shortest side a tile takes (a shorter axis than this does not tile).
+inline constexpr std::int64_t kMinTileSide = 4;
+/// K, the elements each thread moves per tile (compile time): 4, or 8 for 1- and 2-byte
+/// dtypes (more bytes in flight). More would cost registers, and so occupancy: a tile of
+/// 8 float32 per thread took 56 registers, of 16 float16 184.
+int tiled_elements_per_thread(const ElementwiseSpec& spec);
+/// Shared elements per staged operand: the largest [tc][tr + 1] tile (tc <= 256).
+int tiled_shared_elements(const ElementwiseSpec& spec);
+
+/// A tile's rows and cols (powers of two between K and 256, rows x cols = 256 K): square-ish,
+/// then narrowed to a short axis so that few of its elements fall outside the loop.
+struct TileShape {
+  std::int64_t rows = 32, cols = 32;
+  int log2_cols = 5;
+  std::int64_t tiles(std::int64_t batch, std::int64_t loop_rows, std::int64_t loop_cols) const {
+    return batch * ((loop_rows + rows - 1) / rows) * ((loop_cols + cols - 1) / cols);
+  }
+};
+TileShape tile_shape(const ElementwiseSpec& spec, std::int64_t rows, std::int64_t cols);
+/// A tiled kernel: 256 threads per tile, a 1-D grid of every tile (blocks loop past 2^31 - 1).
+LaunchGeometry tiled_geometry(std::int64_t tiles);
 
 struct ReductionGeometry {
   std::uint32_t grid_x = 1, grid_y = 1;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "kiln/codegen/loop_layout.hpp"
 #include "kiln/runtime/error.hpp"
 
 namespace kiln::detail {
@@ -77,6 +78,27 @@ void KernelArgs::put_dims(const std::int64_t* dims, int ndim) {
   AbiLayout l;
   std::byte* out = begin({.kind = AbiKind::dims, .ndim = ndim}, l);
   for (std::uint32_t d = 0; d < l.indices; ++d) put_indices(out, dims[d]);
+}
+
+void KernelArgs::put_loop_dims(const std::int64_t* extents, const std::int64_t* steps,
+                               const std::int64_t* divisors, int ndim, std::int64_t tile) {
+  AbiLayout l;
+  std::byte* out = begin({.kind = AbiKind::loop_dims, .ndim = ndim}, l);
+  for (int d = 0; d < ndim; ++d) put_indices(out, extents[d]);
+  for (int d = 0; d < ndim; ++d) put_indices(out, steps[d]);
+  // Then three arrays of ndim: divisors, multipliers, shifts.
+  const std::size_t width = std::size_t(index_bits_ / 8), row = width * std::size_t(ndim);
+  for (int d = 0; d < ndim; ++d) {
+    const auto f = codegen::fast_divisor(divisors[d], index_bits_);
+    std::byte* p = out + width * std::size_t(d);
+    put_indices(p, f.divisor);
+    p += row - width;
+    put_indices(p, f.multiplier);
+    p += row - width;
+    put_indices(p, f.shift);
+  }
+  out += 3 * row;
+  put_indices(out, tile);
 }
 
 }  // namespace kiln::detail

@@ -33,13 +33,13 @@ struct ElementwiseKind {
   Shape output_shape(const KernelCall& c) const { return c.shape; }
   void check(const KernelCall&, const Shape&) const {}
   bool has_work(const KernelCall& c, const Shape&) const { return c.size > 0; }
-  void plan(const KernelCall& c, Plan& p) const { plan_elementwise(c, reduce_dims, p); }
+  void plan(const KernelCall& c, Plan& p) const { plan_elementwise(c, kernel.definition(), reduce_dims, p); }
   cache::CompileRequest compile_request(const codegen::ElementwiseSpec& spec, int arch) const {
     return kernel.compile_request(spec, arch);
   }
   Launch geometry(const KernelCall& c, const Plan& p, const cache::LoadedKernel& k) const {
     const auto g = p.spec.layout == Layout::tiled
-                       ? codegen::tiled_geometry(p.shape[0], p.shape[1])
+                       ? codegen::tiled_geometry(p.tiles)
                        : codegen::elementwise_geometry(p.spec, c.size, c.options.block_size,
                                                        k.max_threads_per_block);
     return {dim3(g.grid, g.grid_y), dim3(unsigned(g.block_x), unsigned(g.block_y))};

@@ -82,8 +82,8 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     throw ValueError(fmt::format("kernel '{}': layout must be contiguous, strided or tiled", def.name));
   const bool tiled = layout.layout == Layout::tiled;
   const bool strided = layout.layout != Layout::contiguous;
-  if (tiled && layout.ndim != 2)
-    throw ValueError(fmt::format("kernel '{}': layout ndim {} is not possible here: tiled kernels take 2",
+  if (tiled && layout.ndim < 2)
+    throw ValueError(fmt::format("kernel '{}': layout ndim {} is not possible here: tiled kernels take 2 or more",
                                  def.name, layout.ndim));
   check_range(def.name, "ndim", layout.ndim, strided ? 1 : 0, kMaxNdim);
   if (!tiled && layout.staged != 0)
@@ -127,14 +127,15 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   }
   const int max_width = int(16 / widest_array_item(spec));
   const int w = layout.vector_width;
-  if (strided ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
+  if (tiled ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
     throw ValueError(fmt::format(
         "kernel '{}': layout vector_width {} is not possible here: {} (a vector load is at most 16 "
         "bytes)",
         def.name, w,
-        strided ? std::string(tiled ? "tiled kernels take 1" : "strided kernels take 1")
-                : fmt::format("allowed {} for these dtypes", allowed_widths(max_width))));
+        tiled ? std::string("tiled kernels take 1")
+              : fmt::format("allowed {} for these dtypes", allowed_widths(max_width))));
   spec.vector_width = std::uint8_t(w);
+  spec.unroll = codegen::default_unroll(spec.layout, w);
   return spec;
 }
 
@@ -163,11 +164,13 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
       out.push_back(spec);
     }
     for (int nd = 1; nd <= t.max_ndim; ++nd)
-      out.push_back(with_scalars(make_spec(
-          t.dtypes, {.layout = Layout::strided, .ndim = nd, .index_bits = bits, .raw_ndim = t.raw_ndim})));
-    if (t.max_ndim >= 2)
+      for (int w = 1; w <= max_width; w *= 2)
+        if (codegen::strided_width_planned(w, int(widest_array_item(probe))))
+          out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::strided, .ndim = nd, .index_bits = bits,
+                                                        .vector_width = w, .raw_ndim = t.raw_ndim})));
+    for (int nd = 2; nd <= t.max_ndim; ++nd)
       for (std::uint64_t staged : tiled_patterns(probe, nin()))
-        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled, .ndim = 2, .index_bits = bits,
+        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled, .ndim = nd, .index_bits = bits,
                                                         .raw_ndim = t.raw_ndim, .staged = staged})));
   }
   return out;

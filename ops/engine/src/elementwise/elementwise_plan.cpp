@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "kiln/codegen/elementwise_emitter.hpp"
+#include "kiln/codegen/launch_config.hpp"
 #include "kiln/codegen/loop_layout.hpp"
 
 namespace kiln::detail {
@@ -13,42 +14,121 @@ using codegen::OperandKind;
 
 namespace {
 
-// A 2-D loop where some array operand runs fastest down the rows (a transposed view) goes
-// tiled: those operands are staged through shared memory, the rest read directly. Broadcast
-// axes (stride 0) never make an operand staged: a row vector reads along cols, a column
-// vector is one element per row.
-void stage_transposed(const KernelCall& c, const std::array<int, kMaxParams>& ops, ElementwisePlan& plan) {
+using Operands = std::array<int, kMaxParams>;  // loop operand j -> its parameter
+
+
+// The axis a tiled loop pairs with the last one: the fastest axis (smallest nonzero |stride|)
+// of the first operand that runs faster along some axis than along the last (a transposed or
+// permuted view); -1 when none does. Broadcast axes (stride 0) never count: a column vector
+// is one element per row.
+int transposed_axis(const ElementwisePlan& plan, const Operands& ops) {
+  const int nd = plan.shape.size(), last = nd - 1;
+  for (int j = 0; j < plan.noperands; ++j) {
+    if (plan.spec.kind(ops[std::size_t(j)]) != OperandKind::array) continue;
+    const Shape& st = plan.strides[std::size_t(j)];
+    if (st[last] == 0) continue;
+    int best = -1;
+    for (int d = 0; d < last; ++d)
+      if (st[d] != 0 && std::abs(st[d]) < std::abs(best < 0 ? st[last] : st[best])) best = d;
+    if (best >= 0) return best;
+  }
+  return -1;
+}
+
+// Moves axis `from` to `to`, shifting the axes between (shape, every operand, index steps).
+void move_axis(ElementwisePlan& plan, int from, int to) {
+  auto move = [&](Shape& s) {
+    const std::int64_t v = s[from];
+    s.erase(from);
+    s.insert(to, v);
+  };
+  move(plan.shape);
+  move(plan.index_strides);
+  for (int j = 0; j < plan.noperands; ++j) move(plan.strides[std::size_t(j)]);
+}
+
+// Tiles the loop when an operand is transposed against the last axis: operands that run
+// faster along the paired axis than along the last are staged. False (nothing changed) when
+// no operand is, an axis is too short for a tile, the block size is not the tile's, or the
+// staged tiles would not fit in shared memory.
+bool plan_tiled(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
   auto& spec = plan.spec;
-  bool any = false;
+  const int nd = plan.shape.size();
+  if (nd < 2 || (c.options.block_size != 0 && c.options.block_size != 256)) return false;
+  const int r = transposed_axis(plan, ops);
+  if (r < 0 || plan.shape[r] < codegen::kMinTileSide || plan.shape[nd - 1] < codegen::kMinTileSide) return false;
   for (int j = 0; j < plan.noperands; ++j) {
     const int k = ops[std::size_t(j)];
     if (spec.kind(k) != OperandKind::array) continue;
     const Shape& st = plan.strides[std::size_t(j)];
-    const bool staged = st[0] != 0 && std::abs(st[0]) < std::abs(st[1]);
-    spec.params[std::size_t(k)].staged = std::uint8_t(staged);
-    any |= staged;
+    spec.params[std::size_t(k)].staged = std::uint8_t(st[r] != 0 && std::abs(st[r]) < std::abs(st[nd - 1]));
   }
-  if (any && codegen::tiled_shared_bytes(spec) <= codegen::kMaxTiledSharedBytes) {
-    spec.layout = Layout::tiled;
-    return;
+  if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes) {
+    for (int k = 0; k < c.nparams; ++k) spec.params[std::size_t(k)].staged = 0;
+    return false;
   }
-  for (int k = 0; k < c.nparams; ++k) spec.params[std::size_t(k)].staged = 0;
+  if (r != nd - 2) move_axis(plan, r, nd - 2);
+  spec.layout = Layout::tiled;
+  spec.ndim = std::uint8_t(nd);
+  spec.vector_width = 1;
+  const std::int64_t rows = plan.shape[nd - 2], cols = plan.shape[nd - 1];
+  plan.tile = codegen::tile_shape(spec, rows, cols);
+  plan.tiles = plan.tile.tiles(c.size / (rows * cols), rows, cols);
+  return true;
+}
+
+// Elements per vector of a strided loop, along its last axis (which must hold whole vectors,
+// every operand with a unit last-axis stride aligned for them at every vector). Measured on an
+// H200 (bench/layout_sweep, bench/README.md): for 4- and 8-byte dtypes one element per item
+// (four per thread) ran at 0.89-0.99 of the copy rate where vectors of 16 bytes ran at
+// 0.52-0.92, so those take 1; 1- and 2-byte dtypes take vectors of at least 8 bytes when the
+// layout allows (float16 by 8: 0.74-0.95; by 2: 0.26-0.39; one by one: 0.68-0.83), else 1.
+int strided_vector_width(const KernelCall& c, const Operands& ops, const ElementwisePlan& plan) {
+  const int nd = plan.shape.size(), last = nd - 1;
+  std::int64_t widest = 0;
+  for (int j = 0; j < plan.noperands; ++j)
+    if (plan.spec.kind(ops[std::size_t(j)]) == OperandKind::array)
+      widest = std::max(widest, std::int64_t(c.arrays[ops[std::size_t(j)]]->itemsize()));
+  if (widest == 0) return 1;
+  for (int w = int(16 / widest); w > 1 && codegen::strided_width_planned(w, int(widest)); w /= 2) {
+    if (plan.shape[last] % w != 0) continue;
+    bool any = false, aligned = true;
+    for (int j = 0; j < plan.noperands && aligned; ++j) {
+      const int k = ops[std::size_t(j)];
+      if (plan.spec.kind(k) != OperandKind::array) continue;
+      const ndarray& a = *c.arrays[k];
+      const auto isz = std::int64_t(a.itemsize());
+      const Shape& st = plan.strides[std::size_t(j)];
+      if (std::abs(st[last]) != isz) continue;
+      any = true;
+      const std::int64_t bytes = w * isz;
+      // A reversed operand's vector starts at its last element.
+      const auto first = reinterpret_cast<std::uintptr_t>(a.data()) - std::uintptr_t(st[last] < 0 ? (w - 1) * isz : 0);
+      aligned = first % std::uintptr_t(bytes) == 0;
+      for (int d = 0; d < last && aligned; ++d) aligned = st[d] % bytes == 0;
+    }
+    if (!any) return 1;
+    if (aligned) return w;
+  }
+  return 1;
 }
 
 }  // namespace
 
-void plan_elementwise(const KernelCall& c, bool reduce_dims, ElementwisePlan& plan) {
-  std::array<int, kMaxParams> ops;
-  int nops = 0;
+void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition& def, bool reduce_dims,
+                      ElementwisePlan& plan) {
+  Operands ops;
+  int nops = 0, first_output = -1;
   for (int k = 0; k < c.nparams; ++k)
     if (c.arrays[k] && !c.is_raw(k)) {
       plan.strides.push_back(loop_strides(*c.arrays[k], c.shape));
       plan.slot[std::size_t(k)] = std::int8_t(nops);
+      if (first_output < 0 && k >= def.nin) first_output = nops;
       ops[std::size_t(nops++)] = k;
     }
   plan.noperands = nops;
   plan.shape = c.shape;
-  if (reduce_dims) codegen::collapse_dims(plan.shape, plan.strides.span());
+  if (reduce_dims) codegen::collapse_dims(plan.shape, plan.strides.span(), def.uses_index ? -1 : first_output);
 
   auto& spec = plan.spec;
   spec.nparams = std::uint8_t(c.nparams);
@@ -82,14 +162,17 @@ void plan_elementwise(const KernelCall& c, bool reduce_dims, ElementwisePlan& pl
     spec.ndim = 1;
     spec.vector_width = std::uint8_t(codegen::choose_vector_width(std::span(vec.data(), std::size_t(nvec))));
     spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, raw_span));
-  } else {
-    spec.layout = Layout::strided;
-    if (plan.shape.size() == 2 && (c.options.block_size == 0 || c.options.block_size == 256))
-      stage_transposed(c, ops, plan);
-    spec.ndim = std::uint8_t(plan.shape.size());
-    spec.vector_width = 1;
-    spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, std::max(array_span, raw_span)));
+    return;
   }
+  spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, std::max(array_span, raw_span)));
+  // C order over the planned loop: the user's i when the axes kept their order (uses_index).
+  plan.index_strides = c_strides(plan.shape, 1);
+  if (!plan_tiled(c, ops, plan)) {
+    spec.layout = Layout::strided;
+    spec.ndim = std::uint8_t(plan.shape.size());
+    spec.vector_width = std::uint8_t(strided_vector_width(c, ops, plan));
+  }
+  spec.unroll = codegen::default_unroll(spec.layout, spec.vector_width);
 }
 
 void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelArgs& args) {
@@ -110,7 +193,19 @@ void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelAr
     }
   }
   args.put_index(c.size);
-  if (spec.layout != Layout::contiguous) args.put_dims(plan.shape.data(), spec.ndim);
+  if (spec.layout == Layout::contiguous) return;
+  // What the kernel unravels: vectors along a strided loop's last axis, tiles of a tiled
+  // loop's rows and cols.
+  const int nd = spec.ndim;
+  Shape divisors = plan.shape;
+  if (spec.layout != Layout::tiled) {
+    divisors[nd - 1] /= spec.vector_width;
+    args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), divisors.data(), nd, 0);
+    return;
+  }
+  divisors[nd - 2] = (divisors[nd - 2] + plan.tile.rows - 1) / plan.tile.rows;
+  divisors[nd - 1] = (divisors[nd - 1] + plan.tile.cols - 1) / plan.tile.cols;
+  args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), divisors.data(), nd, plan.tile.log2_cols);
 }
 
 }  // namespace kiln::detail

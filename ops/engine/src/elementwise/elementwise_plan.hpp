@@ -1,28 +1,41 @@
 #pragma once
-// The elementwise-specific step of a call: from the bound arrays to an ElementwiseSpec
-// (operand kinds, contiguous, strided over collapsed dims, or tiled when a 2-D loop has a
-// transposed operand; index and vector widths), and
-// the arguments that spec's kernel takes.
+// The elementwise-specific step of a call: from the bound arrays to an ElementwiseSpec and the
+// arguments its kernel takes. Layout classes, in the order they are tried:
+//   contiguous  every operand C-contiguous over the loop (after collapsing): vectors of 16 bytes
+//   tiled       some operand's fastest axis is not the loop's last (a transposed or permuted
+//               view): tiles of (its fastest axis, the last axis) over any batch axes, staged
+//               through shared memory where an access would cross lines
+//   strided     everything else (broadcasts, slices, negative steps, size-1 axes): items of
+//               consecutive elements, by vectors where strides and alignment allow
+// The loop is first collapsed: size-1 axes dropped, axes ordered by the first output's strides
+// (unless the code reads the flat index i), contiguous axes merged.
 #include <array>
 #include <cstdint>
 
 #include "call/kernel_args.hpp"
 #include "call/kernel_call.hpp"
 #include "call/stack_vector.hpp"
+#include "kiln/codegen/elementwise_definition.hpp"
 #include "kiln/codegen/elementwise_spec.hpp"
+#include "kiln/codegen/launch_config.hpp"
 
 namespace kiln::detail {
 
 struct ElementwisePlan {
   codegen::ElementwiseSpec spec;
-  Shape shape;                                      // collapsed (strided) loop shape
+  Shape shape;                                      // planned loop shape (strided, tiled)
+  Shape index_strides;                              // step of the flat index i along each axis
   StackVector<Shape, kMaxParams> strides;           // per loop operand, over `shape`
   std::array<std::int8_t, kMaxParams> slot;         // parameter -> its index in `strides`
   int noperands = 0;
+  codegen::TileShape tile;                          // tiled: the tile for this loop
+  std::int64_t tiles = 0;                           // tiled: how many
 };
 
-/// Plans the layout of call `c` (dims merged when `reduce_dims`).
-void plan_elementwise(const KernelCall& c, bool reduce_dims, ElementwisePlan& plan);
+/// Plans the layout of call `c` of a kernel defined by `def` (dims merged and reordered when
+/// `reduce_dims`).
+void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition& def, bool reduce_dims,
+                      ElementwisePlan& plan);
 /// Packs the kernel arguments of `plan.spec` (codegen::elementwise_arg order).
 void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelArgs& args);
 

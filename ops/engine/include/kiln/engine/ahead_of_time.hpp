@@ -33,12 +33,12 @@ namespace kiln {
 /// One layout of an elementwise kernel, spelled out (an advanced, exact choice).
 struct elementwise_layout {
   codegen::Layout layout = codegen::Layout::contiguous;
-  int ndim = 1;          // strided: collapsed dims, 1..32; tiled: 2
+  int ndim = 1;          // strided: planned dims, 1..32; tiled: 2..32 (batch axes, rows, cols)
   int index_bits = 32;   // 32 or 64
-  int vector_width = 1;  // contiguous: 1, 2, 4, ... up to 16 bytes / the widest array dtype
+  int vector_width = 1;  // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array dtype
   int raw_ndim = 1;      // ndim of every raw array parameter, 0..32
-  /// tiled: bit k set = parameter k (an array) runs fastest along axis 0 (a transposed view)
-  /// and moves through shared memory; at least one.
+  /// tiled: bit k set = parameter k (an array) runs fastest along the rows (a transposed
+  /// view) and moves through shared memory; at least one.
   std::uint64_t staged = 0;
 };
 
@@ -48,9 +48,10 @@ struct aot_target {
   std::vector<dtype> dtypes;
   /// Inputs that calls pass as C++ scalars rather than arrays (by index).
   std::vector<int> scalar_inputs;
-  /// Strided kernels are prepared for 1..max_ndim collapsed dims (views of up to max_ndim
-  /// axes that cannot be merged); with max_ndim >= 2 also the tiled kernels of 2-D loops
-  /// with one input transposed (each input in turn) and with every input transposed.
+  /// Strided kernels are prepared for 1..max_ndim planned dims (views of up to max_ndim
+  /// axes that cannot be merged), each with every vector width; with max_ndim >= 2 also the
+  /// tiled kernels of 2..max_ndim dims with one input transposed (each input in turn) and
+  /// with every input transposed.
   int max_ndim = 4;
   /// Also the 64-bit index variants (arrays whose elements or bytes pass 2^31).
   bool index64 = true;

@@ -1,0 +1,356 @@
+// Elementwise kernels and expressions on every layout family (issue 16): broadcasts (outer
+// sums, rows, columns, size-1 axes anywhere), N-D permuted operands and outputs, slices with
+// any step, mixes of these; every dtype class, 0-d and empty loops, past 2^31 elements.
+// Results against a host reference that walks the same views of host copies; every output is
+// a view into a poisoned buffer, and the elements outside the view must keep the poison.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "kiln/engine/elementwise_kernel.hpp"
+#include "kiln/engine/expression.hpp"
+#include "kiln/library/creation.hpp"
+#include "kiln/runtime/half.hpp"
+#include "support/test_support.hpp"
+
+using namespace kiln;
+
+namespace {
+
+// bool travels as bytes on the host (std::vector<bool> has no data()).
+template <class T>
+using Store = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+
+template <class T>
+std::vector<Store<T>> random_host(std::size_t n) {
+  if constexpr (std::is_same_v<T, bool>) {
+    auto b = test::random_vector<bool>(n);
+    return std::vector<std::uint8_t>(b.begin(), b.end());
+  } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>) {
+    auto f = test::random_vector<float>(n);
+    std::vector<T> h(n);
+    for (std::size_t k = 0; k < n; ++k) h[k] = T(std::round(f[k] * 4) / 4);  // exact in 16 bits
+    return h;
+  } else {
+    return test::random_vector<T>(n);
+  }
+}
+
+// A device buffer and its host copy.
+template <class T>
+struct Base {
+  std::vector<Store<T>> host;
+  ndarray dev;
+
+  static Base random(const Shape& s) {
+    return upload(random_host<T>(std::size_t(shape_size(s))), s);
+  }
+  static Base poisoned(const Shape& s) {
+    std::vector<Store<T>> h(std::size_t(shape_size(s)));
+    std::memset(static_cast<void*>(h.data()), 0x5A, h.size() * sizeof(Store<T>));
+    return upload(std::move(h), s);
+  }
+  static Base upload(std::vector<Store<T>> h, const Shape& s) {
+    Base b{std::move(h), {}};
+    if constexpr (std::is_same_v<T, bool>)
+      b.dev = asarray(b.host, s).view(kiln::bool_);
+    else
+      b.dev = asarray(b.host, s);
+    return b;
+  }
+  std::vector<Store<T>> download() const {
+    if constexpr (std::is_same_v<T, bool>)
+      return dev.view(uint8).get<std::uint8_t>();
+    else
+      return dev.get<T>();
+  }
+};
+
+// A view of a Base in elements, broadcast (right-aligned) to a loop shape.
+struct ViewMap {
+  Shape shape, strides;
+  std::int64_t offset = 0;
+  std::int64_t at(const Shape& loop, const Shape& idx) const {
+    std::int64_t off = offset;
+    const int lead = loop.size() - shape.size();
+    for (int d = 0; d < shape.size(); ++d)
+      if (shape[d] != 1) off += idx[lead + d] * strides[d];
+    return off;
+  }
+};
+
+ViewMap map_view(const ndarray& view, const ndarray& base) {
+  const auto isz = std::int64_t(view.itemsize());
+  ViewMap m;
+  m.shape = view.shape();
+  m.strides = view.strides();
+  for (auto& s : m.strides) s /= isz;
+  m.offset = (static_cast<const char*>(view.data()) - static_cast<const char*>(base.data())) / isz;
+  return m;
+}
+
+template <class T>
+bool same_bytes(const T& a, const T& b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Runs `run()` (which writes `out`, a view of `out_base`) and checks the whole of out_base:
+// op(inputs at the same loop index) inside the view, the poison elsewhere.
+template <class T, class Op, class Run>
+void check_case(const std::string& what,
+                const std::vector<std::pair<const Base<T>*, ndarray>>& inputs,
+                const Base<T>& out_base, const ndarray& out, Op op, Run run) {
+  INFO(what);
+  const Shape loop = out.shape();
+  std::vector<ViewMap> maps;
+  for (const auto& [b, v] : inputs) maps.push_back(map_view(v, b->dev));
+  const ViewMap om = map_view(out, out_base.dev);
+  std::vector<Store<T>> want = out_base.host;
+  Shape idx = Shape::filled(loop.size(), 0);
+  const std::int64_t n = shape_size(loop);
+  std::vector<Store<T>> args(inputs.size());
+  for (std::int64_t j = 0; j < n; ++j) {
+    std::int64_t rem = j;
+    for (int d = loop.size() - 1; d >= 0; --d) {
+      idx[d] = rem % loop[d];
+      rem /= loop[d];
+    }
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      args[k] = inputs[k].first->host[std::size_t(maps[k].at(loop, idx))];
+    want[std::size_t(om.at(loop, idx))] = op(args, j);
+  }
+  run();
+  const auto got = out_base.download();
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t k = 0; k < got.size(); ++k)
+    if (!same_bytes(got[k], want[k]) && bad++ == 0) first = k;
+  INFO("mismatches " << bad << ", first at flat " << first);
+  CHECK(bad == 0);
+}
+
+// z = x - y on the host, as the device computes it for each dtype class.
+template <class T>
+Store<T> host_sub(Store<T> a, Store<T> b) {
+  if constexpr (std::is_same_v<T, bool>)
+    return Store<T>(a != b);
+  else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>)
+    return T(float(a) - float(b));
+  else
+    return T(a - b);
+}
+
+std::string shape_text(const ndarray& a) {
+  return fmt::format("shape {} strides {}", a.shape().str(), a.strides().str());
+}
+
+// x - y over views of x and y written into `out` (a view of a poisoned base), as an
+// ElementwiseKernel call and as an expression.
+template <class T>
+void check_sub(const std::string& what, const Base<T>& xb, const ndarray& x, const Base<T>& yb,
+               const ndarray& y, const Shape& out_base_shape,
+               const std::function<ndarray(const ndarray&)>& out_view) {
+  static const ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub");
+  auto op = [](const std::vector<Store<T>>& a, std::int64_t) { return host_sub<T>(a[0], a[1]); };
+  const std::string desc =
+      fmt::format("{} {}: x {}, y {}", what, dtype_of<T>().name(), shape_text(x), shape_text(y));
+  {
+    const Base<T> ob = Base<T>::poisoned(out_base_shape);
+    const ndarray out = out_view(ob.dev);
+    check_case<T>(desc + " kernel, out " + shape_text(out), {{&xb, x}, {&yb, y}}, ob, out, op,
+                  [&] { k(x, y, out); });
+  }
+  if constexpr (!std::is_same_v<T, bool>) {  // bool - bool is not a NumPy operator
+    const Base<T> ob = Base<T>::poisoned(out_base_shape);
+    ndarray out = out_view(ob.dev);
+    check_case<T>(desc + " expression", {{&xb, x}, {&yb, y}}, ob, out, op,
+                  [&] { eval_into(expr(x) - y, out); });
+  }
+}
+
+ndarray whole(const ndarray& a) { return a; }
+
+// Every layout family on dtype T, small enough to check every element.
+template <class T>
+void check_families() {
+  SECTION("broadcasts") {
+    // Outer difference, row and column vectors, NCHW against a per-channel vector, size-1
+    // axes anywhere, a 0-d operand.
+    const auto col = Base<T>::random({333, 1}), row = Base<T>::random({1, 260}),
+               full = Base<T>::random({333, 260});
+    check_sub<T>("outer", col, col.dev, row, row.dev, {333, 260}, whole);
+    check_sub<T>("row", full, full.dev, row, row.dev.reshape({260}), {333, 260}, whole);
+    check_sub<T>("column", col, col.dev, full, full.dev, {333, 260}, whole);
+    const auto x4 = Base<T>::random({3, 24, 7, 9}), c4 = Base<T>::random({1, 24, 1, 1});
+    check_sub<T>("per channel", x4, x4.dev, c4, c4.dev, {3, 24, 7, 9}, whole);
+    const auto p = Base<T>::random({1, 30, 1, 8}), q = Base<T>::random({5, 1, 1, 1});
+    check_sub<T>("size-1 axes", p, p.dev, q, q.dev, {5, 30, 1, 8}, whole);
+    const auto s = Base<T>::random({});
+    check_sub<T>("0-d operand", full, full.dev, s, s.dev, {333, 260}, whole);
+    check_sub<T>("0-d loop", s, s.dev, s, s.dev, {}, whole);
+  }
+  SECTION("permutations") {
+    const Shape base{7, 40, 33};
+    const auto x = Base<T>::random(base);
+    const std::vector<Shape> perms = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (const Shape& perm : perms) {
+      const ndarray xt = x.dev.transpose(perm);
+      const auto y = Base<T>::random(xt.shape());
+      // Permuted input, contiguous output; and a permuted output (the same permutation of a
+      // base of the input's shape) with a contiguous input.
+      check_sub<T>(fmt::format("perm {}", perm.str()), x, xt, y, y.dev, xt.shape(), whole);
+      check_sub<T>(fmt::format("out perm {}", perm.str()), y, y.dev, x, xt, base,
+                   [&](const ndarray& o) { return o.transpose(perm); });
+    }
+    // 4-D, with a size-1 axis, a short axis and tile edges.
+    const auto a = Base<T>::random({3, 1, 50, 20});
+    const ndarray at = a.dev.transpose({3, 2, 1, 0});
+    const auto b = Base<T>::random(at.shape());
+    check_sub<T>("perm (3, 2, 1, 0)", a, at, b, b.dev, at.shape(), whole);
+    const auto c = Base<T>::random({2, 17, 3, 65});
+    const ndarray ct = c.dev.transpose({0, 3, 2, 1});
+    const auto e = Base<T>::random(ct.shape());
+    check_sub<T>("perm (0, 3, 2, 1)", c, ct, e, e.dev, ct.shape(), whole);
+    // Both inputs transposed with the output: the loop follows the output.
+    const auto u = Base<T>::random({90, 45}), v = Base<T>::random({90, 45});
+    check_sub<T>("all transposed", u, u.dev.T(), v, v.dev.T(), {90, 45},
+                 [](const ndarray& o) { return o.T(); });
+  }
+  SECTION("slices") {
+    const auto x = Base<T>::random({61, 131}), y = Base<T>::random({61, 131});
+    const slice rev(std::nullopt, std::nullopt, -1);
+    auto both = [&](const char* what, const ndarray& xs, const ndarray& ys) {
+      check_sub<T>(what, x, xs, y, ys, xs.shape(), whole);
+    };
+    both("x[:, ::2]", x.dev(all, slice(0, std::nullopt, 2)), y.dev(all, slice(0, 66, 1)));
+    both("x[::-1, ::-1]", x.dev(rev, rev), y.dev);
+    both("x[:, ::-1] against y[:, ::-1]", x.dev(all, rev), y.dev(all, rev));
+    both("offset windows", x.dev(slice(3, 50, 1), slice(1, 121, 1)),
+         y.dev(slice(0, 47, 1), slice(8, 128, 1)));
+    both("steps 3 and -2", x.dev(slice(0, std::nullopt, 3), slice(130, 0, -2)),
+         y.dev(slice(1, 22, 1), slice(0, 65, 1)));
+    // A sliced output: the elements between keep the poison.
+    check_sub<T>("out[:, ::2]", x, x.dev(all, slice(0, 66, 1)), y, y.dev(all, slice(0, 66, 1)),
+                 {61, 131}, [](const ndarray& o) { return o(all, slice(0, std::nullopt, 2)); });
+    check_sub<T>("out[::-1]", x, x.dev, y, y.dev, {61, 131},
+                 [](const ndarray& o) { return o(slice(std::nullopt, std::nullopt, -1), all); });
+  }
+  SECTION("mixes") {
+    // A permuted, sliced input against a broadcast one, into a sliced, permuted output.
+    const auto x = Base<T>::random({40, 9, 70}), r = Base<T>::random({1, 35});
+    const ndarray xs =
+        x.dev(slice(0, std::nullopt, 2), 3, slice(69, std::nullopt, -2)).T();  // (35, 20)
+    check_sub<T>("permuted slice minus a row", x, xs, r, r.dev.reshape({35, 1}), {20, 70},
+                 [](const ndarray& o) { return o(all, slice(0, 35, 1)).T(); });
+    const auto m = Base<T>::random({64, 48, 2}), col = Base<T>::random({48, 1});
+    check_sub<T>("transposed stepped against a column", m, m.dev(all, all, 1).T(), col, col.dev,
+                 {48, 64}, whole);
+  }
+  SECTION("empty loops launch nothing") {
+    const auto x = Base<T>::random({0, 5}), y = Base<T>::random({1, 5});
+    static const ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub");
+    const ndarray z = k(x.dev.T(), y.dev.T());
+    CHECK(z.shape() == Shape{5, 0});
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("every layout family matches the host for every dtype class", "[ops][gpu]", bool,
+                   std::int8_t, std::uint16_t, std::int32_t, std::int64_t, std::uint64_t, half,
+                   bf16, float, double, std::complex<float>, std::complex<double>) {
+  check_families<TestType>();
+}
+
+TEST_CASE("the flat index i stays in C order of the loop on permuted and broadcast layouts",
+          "[ops][gpu]") {
+  ElementwiseKernel k("T x", "T z", "z = x * 2 + (T)i", "layouts_index");
+  auto op = [](const std::vector<float>& a, std::int64_t j) { return a[0] * 2 + float(j); };
+  const auto x = Base<float>::random({37, 5, 41});
+  const std::vector<Shape> perms = {{2, 1, 0}, {1, 2, 0}, {0, 2, 1}};
+  for (const Shape& perm : perms) {
+    const ndarray xt = x.dev.transpose(perm);
+    const auto ob = Base<float>::poisoned(xt.shape());
+    check_case<float>("permuted input " + perm.str(), {{&x, xt}}, ob, ob.dev, op,
+                      [&] { k(xt, ob.dev); });
+    const auto pb = Base<float>::poisoned({37, 5, 41});
+    const ndarray out = pb.dev.transpose(perm);
+    const auto y = Base<float>::random(out.shape());
+    check_case<float>("permuted output " + perm.str(), {{&y, y.dev}}, pb, out, op,
+                      [&] { k(y.dev, out); });
+  }
+  const auto col = Base<float>::random({300, 1});
+  const auto ob = Base<float>::poisoned({300, 64});
+  check_case<float>("broadcast column", {{&col, col.dev}}, ob, ob.dev, op,
+                    [&] { k(col.dev, ob.dev); });
+}
+
+TEST_CASE("reduce_dims off plans the uncollapsed loop on every family", "[ops][gpu]") {
+  ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub_nored", {.reduce_dims = false});
+  auto op = [](const std::vector<float>& a, std::int64_t) { return a[0] - a[1]; };
+  const auto x = Base<float>::random({6, 1, 50, 40}), y = Base<float>::random({40, 1});
+  const ndarray xt = x.dev.transpose({0, 1, 3, 2});  // (6, 1, 40, 50)
+  const auto ob = Base<float>::poisoned({6, 1, 40, 50});
+  check_case<float>("permuted and broadcast", {{&x, xt}, {&y, y.dev}}, ob, ob.dev, op,
+                    [&] { k(xt, y.dev, ob.dev); });
+}
+
+TEST_CASE("in place on a permuted view, with a broadcast operand", "[ops][gpu]") {
+  const auto x = Base<float>::random({50, 30, 20});
+  const auto b = Base<float>::random({20});
+  ndarray xt = x.dev.transpose({2, 0, 1});  // (20, 50, 30)
+  // x * 2 is exact, so the device's fused multiply-add rounds as the host does.
+  auto op = [](const std::vector<float>& a, std::int64_t) { return a[0] * 2 - a[1]; };
+  // The output is x itself; its "poison" is x's own host copy.
+  check_case<float>("x.transpose(2, 0, 1) = x.transpose(2, 0, 1) * 2 - b[:, None, None]",
+                    {{&x, xt}, {&b, b.dev.reshape({20, 1, 1})}}, x, xt, op, [&] {
+                      eval_into(expr(xt) * 2.0f - b.dev.reshape({20, 1, 1}), xt);
+                    });
+}
+
+TEST_CASE("broadcast and tiled loops past 2^31 elements index with 64 bits", "[ops][gpu]") {
+  ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub_big");
+  // An outer difference of 65539 x 32771 int8 (2.1e9 elements): the strided loop.
+  {
+    const std::int64_t r = 65539, c = 32771;
+    auto hx = random_host<std::int8_t>(std::size_t(r)),
+         hy = random_host<std::int8_t>(std::size_t(c));
+    const ndarray x = asarray(hx, Shape{r, 1}), y = asarray(hy, Shape{1, c});
+    ndarray z(Shape{r, c}, int8);
+    z.fill(std::int8_t(0x5A));
+    k(x, y, z);
+    const auto got = z.get<std::int8_t>();
+    std::size_t bad = 0;
+    for (std::int64_t i = 0; i < r; ++i)
+      for (std::int64_t j = 0; j < c; ++j)
+        bad += got[std::size_t(i * c + j)] != std::int8_t(hx[std::size_t(i)] - hy[std::size_t(j)]);
+    CHECK(bad == 0);
+  }
+  // A transposed operand over 2^31 + 65 x 65535... elements: the tiled loop.
+  {
+    const std::int64_t r = 32771, c = 65541;
+    ElementwiseKernel gen("", "int8 z", "z = (signed char)((i >> 20) ^ (i * 7))",
+                          "layouts_gen_big");
+    ndarray x(Shape{c, r}, int8);
+    gen(x);
+    const ndarray y = asarray(random_host<std::int8_t>(std::size_t(c)), Shape{c});
+    ndarray z(Shape{r, c}, int8);
+    z.fill(std::int8_t(0x5A));
+    k(x.T(), y, z);
+    const auto got = z.get<std::int8_t>();
+    const auto hy = y.get<std::int8_t>();
+    std::size_t bad = 0;
+    for (std::int64_t i = 0; i < r; ++i)
+      for (std::int64_t j = 0; j < c; ++j) {
+        const std::int64_t xi = j * r + i;  // x[j, i]
+        bad += got[std::size_t(i * c + j)] !=
+               std::int8_t(std::int8_t((xi >> 20) ^ (xi * 7)) - hy[std::size_t(j)]);
+      }
+    CHECK(bad == 0);
+  }
+}
