@@ -1,14 +1,20 @@
 // A "deployed" program: runs my_kernel and never compiles. Precompile its kernel on any machine
-// (no GPU needed), then run it with compiling forbidden:
+// (no GPU needed), deploy the cache read-only, then run it with compiling forbidden (the
+// README's recipe, "Deploying a precompiled cache"):
 //
-//   kiln-cache precompile samples/kernels.json --arch 90
-//   KILN_DISALLOW_COMPILE=1 deployed      # a cache miss would raise kiln::CacheMissError
+//   kiln-cache precompile samples/kernels.json --arch 90 --shared --cache-dir /opt/app/kiln
+//   KILN_CACHE_READONLY_DIRS=/opt/app/kiln KILN_DISALLOW_COMPILE=1 deployed
+//
+// A cache miss raises kiln::CacheMissError (exit 1); without a GPU it exits 77 (SKIPPED).
 #include <cstdio>
 #include <vector>
 
 #include <kiln/kiln.hpp>
 
+#include "sample_util.hpp"
+
 int main() try {
+  if (sample::no_gpu("deployed")) return sample::kSkipped;
   const kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z",
                                   "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
   std::vector<float> hx(1 << 20), hy(1 << 20);

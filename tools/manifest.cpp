@@ -1,11 +1,15 @@
 #include "manifest.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
+
+#include "kiln/cache/nvrtc_archs.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 namespace kiln::tools {
 namespace fs = std::filesystem;
@@ -59,16 +63,49 @@ ManifestEntry make_entry(const Manifest& m, json j, std::size_t number, std::siz
       e.name = j[f].get<std::string>();
       break;
     }
-  if (e.name.empty()) e.name = std::to_string(number).insert(0, 1, '#');  // (GCC 12 -Wrestrict misfires on "#" + s)
+  if (e.name.empty())
+    e.name = std::to_string(number).insert(0, 1, '#');  // (GCC 12 -Wrestrict misfires on "#" + s)
   e.json = std::move(j);
   return e;
 }
 
 }  // namespace
 
-Manifest parse_manifest(std::string_view text, const fs::path& path) {
+int checked_int(const json& v, const std::string& what, long long lo, long long hi) {
+  const std::string range = " (" + std::to_string(lo) + ".." + std::to_string(hi) + ")";
+  if (!v.is_number_integer()) throw kiln::ValueError(what + " must be an integer" + range);
+  // Unsigned first: a value past INT64_MAX would wrap negative as int64.
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<std::uint64_t>() <= std::uint64_t(hi)
+                        : v.get<std::int64_t>() >= lo && v.get<std::int64_t>() <= hi;
+  if (!fits || v.get<std::int64_t>() < lo)
+    throw kiln::ValueError(what + " is " + v.dump() + ", out of range" + range);
+  return int(v.get<std::int64_t>());
+}
+
+int manifest_arch(const json& v, const std::string& what) {
+  try {
+    if (v.is_string()) return cache::parse_arch(v.get<std::string>());
+    const int arch = checked_int(v, what, 0, cache::kArchSpecificFlag - 1);
+    cache::check_arch(arch);
+    return arch;
+  } catch (const kiln::ValueError& e) {
+    throw kiln::ValueError(what + ": " + e.what());
+  }
+}
+
+Manifest parse_manifest(std::string_view text, const fs::path& path, bool keep_going) {
   Manifest m;
   m.path = path;
+  // An entry that cannot be read: rejects the file, or with keep_going is set aside.
+  auto add = [&](auto&& make) {
+    try {
+      m.entries.push_back(make());
+    } catch (const ManifestError& e) {
+      if (!keep_going) throw;
+      m.invalid.push_back(e.what());
+    }
+  };
   json doc;
   try {
     doc = json::parse(text);
@@ -91,15 +128,18 @@ Manifest parse_manifest(std::string_view text, const fs::path& path) {
       if (end == std::string_view::npos) end = text.size();
       const std::string_view one = text.substr(start, end - start);
       if (one.find_first_not_of(" \t\r") != std::string_view::npos) {
-        json j;
-        try {
-          j = json::parse(one);
-        } catch (const json::parse_error& e) {
-          throw ManifestError(path.string() + ":" + std::to_string(line) + ":" +
-                              std::to_string(e.byte ? e.byte : 1) +
-                              ": JSON syntax error: " + parse_reason(e));
-        }
-        m.entries.push_back(make_entry(m, std::move(j), ++number, line));
+        ++number;
+        add([&] {
+          json j;
+          try {
+            j = json::parse(one);
+          } catch (const json::parse_error& e) {
+            throw ManifestError(path.string() + ":" + std::to_string(line) + ":" +
+                                std::to_string(e.byte ? e.byte : 1) +
+                                ": JSON syntax error: " + parse_reason(e));
+          }
+          return make_entry(m, std::move(j), number, line);
+        });
       }
       start = end + 1;
       ++line;
@@ -124,11 +164,14 @@ Manifest parse_manifest(std::string_view text, const fs::path& path) {
       throw ManifestError(path.string() + ": no \"kernels\" list");
     if (doc.contains("archs")) {
       const json& a = doc["archs"];
-      if (!a.is_array() ||
-          !std::all_of(a.begin(), a.end(), [](const json& x) { return x.is_number_integer(); }))
-        throw ManifestError(path.string() +
-                            ": \"archs\" must be a list of integers such as [80, 90]");
-      m.archs = a.get<std::vector<int>>();
+      if (!a.is_array())
+        throw ManifestError(path.string() + ": \"archs\" must be a list such as [80, 90, \"90a\"]");
+      try {
+        for (std::size_t k = 0; k < a.size(); ++k)
+          m.archs.push_back(manifest_arch(a[k], "\"archs\"[" + std::to_string(k) + "]"));
+      } catch (const kiln::ValueError& e) {
+        throw ManifestError(path.string() + ": " + e.what());
+      }
     }
     kernels = std::move(doc["kernels"]);
   } else {
@@ -138,37 +181,62 @@ Manifest parse_manifest(std::string_view text, const fs::path& path) {
                         std::string(doc.type_name()));
   }
   std::size_t number = 0;
-  for (auto& j : kernels) m.entries.push_back(make_entry(m, std::move(j), ++number, 0));
+  for (auto& j : kernels) {
+    ++number;
+    add([&] { return make_entry(m, std::move(j), number, 0); });
+  }
   return m;
 }
 
-Manifest read_manifest(const fs::path& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
+namespace {
+
+// Standard input, up to the cap (a pipe has no size to check first).
+std::string read_stdin() {
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw ManifestError(std::string("-: cannot read standard input: ") + std::strerror(errno));
+    if (n == 0) return text;
+    if (text.size() + std::size_t(n) > kMaxManifestBytes)
+      throw ManifestError("-: standard input is larger than the " +
+                          std::to_string(kMaxManifestBytes) + "-byte manifest limit");
+    text.append(buf, std::size_t(n));
+  }
+}
+
+}  // namespace
+
+Manifest read_manifest(const fs::path& path, bool keep_going) {
+  if (path == "-") return parse_manifest(read_stdin(), "-", keep_going);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw ManifestError(path.string() + ": is a folder, not a manifest file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw ManifestError(path.string() + ": cannot open the manifest: " + std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return parse_manifest(s.str(), path);
+  auto file = RegularFile::open(path, {.follow_links = true});
+  if (file.missing())
+    throw ManifestError(path.string() + ": cannot open the manifest: " + std::strerror(ENOENT));
+  auto text = file.read_all(kMaxManifestBytes);
+  if (!text) throw ManifestError(path.string() + ": cannot read the manifest: " + file.problem());
+  return parse_manifest(*text, path, keep_going);
 }
 
 std::vector<int> recorded_archs(const Manifest& m) {
   std::set<int> archs;
-  for (const auto& e : m.entries)
-    if (e.kind == "source" && e.json.contains("recorded_arch") &&
-        e.json["recorded_arch"].is_number_integer())
-      archs.insert(e.json["recorded_arch"].get<int>());
+  for (const auto& e : m.entries) {
+    if (e.kind != "source" || !e.json.contains("recorded_arch")) continue;
+    try {
+      archs.insert(manifest_arch(e.json["recorded_arch"], "recorded_arch"));
+    } catch (const kiln::ValueError&) {
+    }
+  }
   return {archs.begin(), archs.end()};
 }
 
 std::vector<PrecompileJob> expand_entry(const Manifest& m, const ManifestEntry& e, int arch) {
   for (const ManifestKind& k : manifest_kinds()) {
     if (k.kind != e.kind) continue;
-    if (!k.expand)
-      throw ManifestError(m.path.string() + ": " + e.label() + ": kind '" + e.kind +
-                          "' cannot be precompiled from a manifest entry: " + std::string(k.lands_with));
     try {
       auto jobs = k.expand(m, e, arch);
       for (auto& j : jobs) {

@@ -1,18 +1,21 @@
 // The manifest kinds: kind name -> function(entry) -> compile requests, each through its
-// kind's ahead-of-time entry point. Kinds whose kernel classes this build does not have yet
-// are listed without a function (their schema is in docs/manifest.md); a new kind is one
-// function and one row.
+// kind's ahead-of-time entry point; a new kind is one function and one row.
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "kiln/cache/nvrtc_archs.hpp"
+#include "kiln/cache/nvrtc_compiler.hpp"
 #include "kiln/kiln.hpp"
 #include "manifest.hpp"
 
 namespace kiln::tools {
 namespace {
 using nlohmann::json;
+
+// Parameter indices fit the 64 bits of a tiled layout's staged mask.
+constexpr int kMaxParams = 64;
 
 // Reads an entry's fields by name and type; what() of its errors names the field. finish()
 // rejects any field nobody asked for (a typo must not silently compile something else).
@@ -46,11 +49,11 @@ class Fields {
     if (!v->is_boolean()) bad(f, "true or false");
     return v->get<bool>();
   }
-  int integer(const char* f, int def) {
+  /// An integer in [lo, hi] (checked_int: never wrapped).
+  int integer(const char* f, int def, long long lo, long long hi) {
     const json* v = take(f);
     if (!v) return def;
-    if (!v->is_number_integer()) bad(f, "an integer");
-    return v->get<int>();
+    return checked_int(*v, "field '" + std::string(f) + "'", lo, hi);
   }
   std::vector<std::string> strings(const char* f) {
     const json* v = take(f);
@@ -60,13 +63,16 @@ class Fields {
       bad(f, "a list of strings");
     return v->get<std::vector<std::string>>();
   }
-  std::vector<int> ints(const char* f) {
+  /// A list of integers, each in [lo, hi].
+  std::vector<int> ints(const char* f, long long lo, long long hi) {
     const json* v = take(f);
     if (!v) return {};
-    if (!v->is_array() ||
-        !std::all_of(v->begin(), v->end(), [](const json& x) { return x.is_number_integer(); }))
-      bad(f, "a list of integers");
-    return v->get<std::vector<int>>();
+    if (!v->is_array()) bad(f, "a list of integers");
+    std::vector<int> out;
+    for (std::size_t k = 0; k < v->size(); ++k)
+      out.push_back(checked_int((*v)[k], "field '" + std::string(f) + "[" + std::to_string(k) + "]'",
+                                lo, hi));
+    return out;
   }
   const json* take(const char* f) {
     used_.insert(f);
@@ -138,10 +144,10 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
   opts.options = f.strings("options");
 
   aot_target base;
-  base.scalar_inputs = f.ints("scalar_inputs");
-  base.max_ndim = f.integer("max_ndim", base.max_ndim);
+  base.scalar_inputs = f.ints("scalar_inputs", 0, kMaxParams - 1);
+  base.max_ndim = f.integer("max_ndim", base.max_ndim, 1, kMaxNdim);
   base.index64 = f.boolean("index64", base.index64);
-  base.raw_ndim = f.integer("raw_ndim", base.raw_ndim);
+  base.raw_ndim = f.integer("raw_ndim", base.raw_ndim, 0, kMaxNdim);
   if (const json* l = f.take("layout")) {
     if (!l->is_object())
       Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
@@ -154,14 +160,11 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     exact.layout = kind == "strided" ? codegen::Layout::strided
                    : kind == "tiled" ? codegen::Layout::tiled
                                      : codegen::Layout::contiguous;
-    exact.ndim = lf.integer("ndim", 1);
-    exact.index_bits = lf.integer("index_bits", 32);
-    exact.vector_width = lf.integer("vector_width", 1);
-    exact.raw_ndim = lf.integer("raw_ndim", base.raw_ndim);
-    for (int k : lf.ints("staged")) {
-      if (k < 0 || k >= 64) throw kiln::ValueError("field 'layout.staged' holds " + std::to_string(k) + "; parameter indices are 0..63");
-      exact.staged |= std::uint64_t(1) << k;
-    }
+    exact.ndim = lf.integer("ndim", 1, 1, kMaxNdim);
+    exact.index_bits = lf.integer("index_bits", 32, 32, 64);
+    exact.vector_width = lf.integer("vector_width", 1, 1, 16);
+    exact.raw_ndim = lf.integer("raw_ndim", base.raw_ndim, 0, kMaxNdim);
+    for (int k : lf.ints("staged", 0, kMaxParams - 1)) exact.staged |= std::uint64_t(1) << k;
     lf.finish();
     base.only = exact;
   }
@@ -213,8 +216,8 @@ std::vector<PrecompileJob> expand_reduction(const Manifest&, const ManifestEntry
   opts.preamble = f.str("preamble", false);
   opts.options = f.strings("options");
   aot_target base;
-  base.scalar_inputs = f.ints("scalar_inputs");
-  base.max_ndim = f.integer("max_ndim", base.max_ndim);
+  base.scalar_inputs = f.ints("scalar_inputs", 0, kMaxParams - 1);
+  base.max_ndim = f.integer("max_ndim", base.max_ndim, 1, kMaxNdim);
   base.index64 = f.boolean("index64", base.index64);
   const json list = bindings_of(f.take("dtypes"));
   f.finish();
@@ -234,12 +237,13 @@ std::vector<PrecompileJob> expand_reduction(const Manifest&, const ManifestEntry
 }
 
 std::vector<PrecompileJob> expand_raw(const Manifest& m, const ManifestEntry& e, int arch) {
-  Fields f(e.json, {"code", "file", "name", "name_expressions", "options"});
+  Fields f(e.json, {"code", "file", "name", "name_expressions", "options", "arch_specific"});
   const bool has_code = f.has("code"), has_file = f.has("file");
   if (has_code == has_file) throw kiln::ValueError("give exactly one of 'code' and 'file'");
   raw_options opts;
   opts.options = f.strings("options");
   opts.name_expressions = f.strings("name_expressions");
+  opts.arch_specific = f.boolean("arch_specific", false);
   const std::string name = f.str("name", false);
   const std::string code = f.str("code", false), file = f.str("file", false);
   f.finish();
@@ -264,30 +268,41 @@ std::vector<PrecompileJob> expand_raw(const Manifest& m, const ManifestEntry& e,
   return jobs;
 }
 
-// An exact recorded compile: what record mode writes. The arch comes from the command line.
+// An exact recorded compile: what record mode writes. The arch comes from the command line
+// (arch-specific when the recorded kernel was: that is its need, not the device's).
 std::vector<PrecompileJob> expand_source(const Manifest&, const ManifestEntry& e, int arch) {
   Fields f(e.json, {"source", "kernel_name", "options", "name_expressions", "made_by", "cache",
-                    "recorded_arch"});
+                    "recorded_arch", "arch_specific"});
   PrecompileJob job;
   job.request.source = f.str("source", true);
   job.request.kernel_name = f.str("kernel_name", true);
   job.request.options = f.strings("options");
   job.request.name_expressions = f.strings("name_expressions");
   job.request.kind = f.str("made_by", false, "source");
-  job.request.arch = arch;
+  job.request.arch = f.boolean("arch_specific", false) ? cache::arch_specific(arch) : arch;
   f.take("cache");  // hit/compiled when recorded: for humans
-  f.integer("recorded_arch", 0);
+  if (const json* r = f.take("recorded_arch")) manifest_arch(*r, "field 'recorded_arch'");
   f.finish();
+  // The checks compile_cached makes, made now: an -arch option or an arch NVRTC cannot target
+  // is an error in the manifest, found before anything compiles.
+  cache::check_request(job.request);
   job.variant = job.request.kind == "source" ? "" : "recorded " + job.request.kind;
   return {std::move(job)};
 }
 
+// The format reserves "expression" entries (docs/manifest.md), but expression text is not
+// parsed: the exact expression kernels come from recording the program.
+std::vector<PrecompileJob> expand_expression(const Manifest&, const ManifestEntry&, int) {
+  throw kiln::ValueError(
+      "kind 'expression' cannot be precompiled from a manifest entry: expression text is not "
+      "parsed; run the program once with KILN_CACHE_RECORD=FILE and precompile FILE (its "
+      "'source' entries are the exact expression kernels)");
+}
+
 constexpr ManifestKind kKinds[] = {
-    {"elementwise", expand_elementwise, ""}, {"reduction", expand_reduction, ""},
-    {"raw", expand_raw, ""}, {"expression", nullptr,
-     "expression text is not parsed; run the program once with KILN_CACHE_RECORD=FILE and "
-     "precompile FILE (its 'source' entries are the exact expression kernels)"},
-    {"source", expand_source, ""},
+    {"elementwise", expand_elementwise}, {"reduction", expand_reduction},
+    {"raw", expand_raw},                 {"expression", expand_expression},
+    {"source", expand_source},
 };
 
 }  // namespace

@@ -2,13 +2,16 @@
 # kiln's one set-up script.
 #   tools/setup.sh          install what is missing (Debian packages), nothing more
 #   tools/setup.sh --demo   ... then build (Release) and run the main demo (samples/tour)
-#   tools/setup.sh --test   ... then build and run the test suite (ends with ctest's summary)
+#   tools/setup.sh --test   ... then build and run the test suite (ctest), then the CPU suite
+#                           again built with AddressSanitizer + UndefinedBehaviorSanitizer
+#                           (clang-14, build-sanitize/), then every fuzz target for
+#                           KILN_FUZZ_SECONDS (default 60) each (tools/fuzz.sh)
 # Idempotent: installs nothing when everything is there. Needs root or sudo only to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ libfmt-dev libspdlog-dev catch2 libxxhash-dev libcli11-dev nlohmann-json3-dev
-          libdlpack-dev liblapack-dev)
+          libdlpack-dev liblapack-dev clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -55,9 +58,29 @@ demo() {
   fi
 }
 
+# The CPU suite under ASan + UBSan, and the fuzz targets (tests/fuzz), from one clang build
+# folder of their own. Left out there: cpu.install_consumer (an outside project cannot link
+# sanitized libraries without the sanitizer flags) and cpu.no_libcuda (the normal build checks
+# every binary; this one builds no samples or benchmarks).
+sanitize_and_fuzz() {
+  local dir=${KILN_SANITIZE_BUILD_DIR:-build-sanitize}
+  local t0=$SECONDS
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKILN_SANITIZE=address,undefined -DKILN_BUILD_FUZZ=ON -DKILN_BUILD_SAMPLES=OFF \
+    -DKILN_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$dir" -j"${KILN_JOBS:-2}"
+  local t1=$SECONDS
+  (cd "$dir" && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
+     ctest --output-on-failure -j1 -L cpu -E '^cpu\.(install_consumer|no_libcuda)$')
+  local t2=$SECONDS
+  tools/fuzz.sh "$dir" "${KILN_FUZZ_SECONDS:-60}"
+  echo "kiln setup: sanitizer build $((t1 - t0)) s, sanitized CPU suite $((t2 - t1)) s," \
+       "fuzzing $((SECONDS - t2)) s"
+}
+
 case "${1:-}" in
   --demo) build && demo ;;
-  --test) build && cd "$build_dir" && ctest --output-on-failure -j1 ;;
+  --test) build && (cd "$build_dir" && ctest --output-on-failure -j1) && sanitize_and_fuzz ;;
   "") ;;
   *) echo "usage: tools/setup.sh [--demo|--test]" >&2; exit 2 ;;
 esac

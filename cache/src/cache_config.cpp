@@ -7,8 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
+#include "kiln/cache/size_and_age.hpp"
 #include "kiln/runtime/detail/log.hpp"
+#include "kiln/runtime/error.hpp"
 
 namespace kiln::cache {
 namespace {
@@ -41,8 +44,24 @@ CacheConfig CacheConfig::from_env() {
     if (end != t && *end == '\0' && s >= 0 && std::isfinite(s))
       cfg.lock_timeout_s = s;
     else
-      kiln::detail::logger().warn("KILN_CACHE_LOCK_TIMEOUT='{}' is not a number of seconds >= 0; using {} s",
-                                  t, cfg.lock_timeout_s);
+      kiln::detail::logger().warn(
+          "KILN_CACHE_LOCK_TIMEOUT='{}' is not a number of seconds >= 0; using {} s", t,
+          cfg.lock_timeout_s);
+  }
+  if (const char* t = std::getenv("KILN_CACHE_MAX_SIZE"); t && *t) {
+    try {
+      cfg.max_bytes = parse_size(t);
+    } catch (const kiln::ValueError& e) {
+      kiln::detail::logger().warn("KILN_CACHE_MAX_SIZE: {}; the cache has no size limit", e.what());
+    }
+  }
+  if (const char* list = std::getenv("KILN_CACHE_READONLY_DIRS"); list && *list) {
+    std::string_view rest(list);
+    while (!rest.empty()) {
+      const auto colon = rest.find(':');
+      if (colon != 0) cfg.readonly_dirs.emplace_back(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+    }
   }
   if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) {
     cfg.dir = d;

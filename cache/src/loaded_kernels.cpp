@@ -5,13 +5,16 @@
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/cache/kernel_record.hpp"
 #include "kiln/cache/memory_cache.hpp"
+#include "kiln/cache/nvrtc_archs.hpp"
 #include "kiln/runtime/detail/log.hpp"
 #include "kiln/runtime/device.hpp"
 
 namespace kiln::cache {
 namespace {
 
-MemoryCache<LoadedKernel>& loaded_cache() { return process_table<LoadedKernel, struct loaded_kernels>(); }
+MemoryCache<LoadedKernel>& loaded_cache() {
+  return process_table<LoadedKernel, struct loaded_kernels>();
+}
 
 }  // namespace
 
@@ -19,17 +22,13 @@ LoadedKernel compile_and_load(int device, MakeRequest make, const void* context,
                               bool entry_function) {
   const int arch = device_properties(device).arch();
   const CompileRequest req = make(context, arch);
-  detail::logger().debug("kernel '{}': compiling or loading for sm_{} on device {}", req.kernel_name, arch,
-                 device);
-  // Record mode (KILN_CACHE_RECORD) costs nothing on hits: this is the miss path. "compiled"
-  // is judged by this process's NVRTC count, so a concurrent compile in another thread may
-  // mark a disk hit as compiled; the entry recorded is exact either way.
+  detail::logger().debug("kernel '{}': compiling or loading for {} on device {}", req.kernel_name,
+                         arch_name(req.arch), device);
+  // Record mode (KILN_CACHE_RECORD) costs nothing on hits: this is the miss path.
   const auto& record = record_path();
-  const auto compiles_before = stats().nvrtc_compiles.load(std::memory_order_relaxed);
-  Binary bin = compile_cached(req);
-  if (!record.empty())
-    record_kernel(record, req,
-                         stats().nvrtc_compiles.load(std::memory_order_relaxed) > compiles_before);
+  BinarySource source = BinarySource::compiled;
+  Binary bin = compile_cached(req, CacheConfig::from_env(), &source);
+  if (!record.empty()) record_kernel(record, req, source == BinarySource::compiled);
   LoadedKernel out;
   out.module = Module::load(bin.cubin, device);
   if (entry_function) {
@@ -46,7 +45,8 @@ LoadedKernel compile_and_load(int device, MakeRequest make, const void* context,
   return out;
 }
 
-Hash128 kernel_key(const Hash128& definition, std::span<const std::byte> spec, int device) noexcept {
+Hash128 kernel_key(const Hash128& definition, std::span<const std::byte> spec,
+                   int device) noexcept {
   // definition (16) + device (4) + spec: one XXH3 over a stack buffer.
   constexpr std::size_t kHead = 20;
   std::byte buf[kHead + 512];

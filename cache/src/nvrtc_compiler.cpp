@@ -7,13 +7,13 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 #include <system_error>
 
+#include "kiln/cache/nvrtc_archs.hpp"
 #include "kiln/runtime/detail/log.hpp"
 #include "kiln/runtime/error.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 #ifndef KILN_CUDA_INCLUDE_DIR
 #define KILN_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
@@ -94,7 +94,8 @@ fs::path loaded_nvrtc_path() {
   fs::path found;
   dl_iterate_phdr(
       [](dl_phdr_info* i, std::size_t, void* out) {
-        if (i->dlpi_name && std::string_view(i->dlpi_name).find("libnvrtc.so") != std::string_view::npos) {
+        if (i->dlpi_name &&
+            std::string_view(i->dlpi_name).find("libnvrtc.so") != std::string_view::npos) {
           *static_cast<fs::path*>(out) = i->dlpi_name;
           return 1;
         }
@@ -103,6 +104,9 @@ fs::path loaded_nvrtc_path() {
       &found);
   return found;
 }
+
+// A toolkit's version.json is a few kB; a larger file is not one.
+constexpr std::uint64_t kVersionJsonMaxBytes = std::uint64_t{1} << 20;
 
 bool looks_like_version(std::string_view v, std::string_view prefix) {
   if (v.substr(0, prefix.size()) != prefix || v.size() <= prefix.size()) return false;
@@ -126,10 +130,9 @@ std::string find_build_version(int major, int minor) {
   // Look a few folders up from the library for version.json or nvidia_cuda_nvrtc-*.dist-info.
   fs::path d = (ec ? lib : real).parent_path();
   for (int up = 0; up < 4 && !d.empty(); ++up, d = d.parent_path()) {
-    if (std::ifstream json(d / "version.json"); json) {
-      std::stringstream ss;
-      ss << json.rdbuf();
-      const std::string text = ss.str();
+    std::string why;
+    if (const auto json = read_regular_file(d / "version.json", kVersionJsonMaxBytes, why)) {
+      const std::string& text = *json;
       const auto at = text.find("\"cuda_nvrtc\"");
       const auto ver = at == std::string::npos ? at : text.find("\"version\"", at);
       const auto q1 = ver == std::string::npos ? ver : text.find('"', text.find(':', ver));
@@ -197,13 +200,26 @@ const NvrtcVersion& nvrtc_version() {
   return v;
 }
 
+void check_request(const CompileRequest& req) {
+  check_arch(req.arch);
+  for (const auto& o : req.options)
+    if (o.starts_with("-arch") || o.starts_with("--gpu-architecture") || o == "-code" ||
+        o.starts_with("-code=") || o.starts_with("--gpu-code"))
+      throw kiln::ValueError("NVRTC option '" + o + "' in kernel '" + req.kernel_name +
+                             "': the architecture is kiln's choice (the device's, or ahead of "
+                             "time the one named: compile_for(spec, arch), kiln-cache --arch); "
+                             "supported: " +
+                             supported_archs_text());
+}
+
 Binary nvrtc_compile(const CompileRequest& req) {
+  check_request(req);
   Program prog(req);
   for (const auto& expr : req.name_expressions)
     Program::check(nvrtcAddNameExpression(prog.get(), expr.c_str()), "nvrtcAddNameExpression", req);
 
   std::vector<std::string> opts = req.options;
-  opts.push_back("-arch=sm_" + std::to_string(req.arch));
+  opts.push_back("-arch=" + arch_name(req.arch));
   for (auto& inc : default_include_options()) opts.push_back(std::move(inc));
   std::vector<const char*> argv;
   argv.reserve(opts.size());
@@ -212,8 +228,8 @@ Binary nvrtc_compile(const CompileRequest& req) {
   const nvrtcResult r = nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
   const std::string log = program_log(prog.get());
   if (r != NVRTC_SUCCESS) {
-    std::string msg = "kiln: NVRTC could not compile kernel '" + req.kernel_name + "' for sm_" +
-                      std::to_string(req.arch) + " (" + nvrtcGetErrorString(r) + ")\n";
+    std::string msg = "kiln: NVRTC could not compile kernel '" + req.kernel_name + "' for " +
+                      arch_name(req.arch) + " (" + nvrtcGetErrorString(r) + ")\n";
     // Every option NVRTC was given, one per line (an -I folder may hold spaces), so the
     // compile can be reproduced from a pasted message.
     msg += "--- NVRTC " + nvrtc_version().full + " options ---\n";
@@ -234,13 +250,11 @@ Binary nvrtc_compile(const CompileRequest& req) {
         }
       msg += "\n";
     }
-    msg += "--- options ---\n";
-    for (const auto& o : opts) msg += o + ' ';
-    msg += '\n';
     msg += "--- source ---\n" + number_lines(req.source);
     throw kiln::CompileError(std::move(msg), log, req.source);
   }
-  if (!log.empty()) kiln::detail::logger().debug("NVRTC log for kernel '{}':\n{}", req.kernel_name, log);
+  if (!log.empty())
+    kiln::detail::logger().debug("NVRTC log for kernel '{}':\n{}", req.kernel_name, log);
 
   Binary bin;
   std::size_t size = 0;
@@ -250,7 +264,8 @@ Binary nvrtc_compile(const CompileRequest& req) {
   bin.lowered_names.reserve(req.name_expressions.size());
   for (const auto& expr : req.name_expressions) {
     const char* lowered = nullptr;
-    Program::check(nvrtcGetLoweredName(prog.get(), expr.c_str(), &lowered), "nvrtcGetLoweredName", req);
+    Program::check(nvrtcGetLoweredName(prog.get(), expr.c_str(), &lowered), "nvrtcGetLoweredName",
+                   req);
     bin.lowered_names.emplace_back(lowered);  // copy: NVRTC frees it with the program
   }
   return bin;

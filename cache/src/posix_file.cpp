@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -13,8 +12,10 @@
 #include <fstream>
 #include <thread>
 
+#include "kiln/cache/cache_layout.hpp"
 #include "kiln/cache/cache_stats.hpp"
 #include "kiln/runtime/detail/log.hpp"
+#include "kiln/runtime/regular_file.hpp"
 
 namespace kiln::cache::detail {
 namespace fs = std::filesystem;
@@ -25,14 +26,6 @@ std::string errno_text(const std::string& what, const fs::path& p) {
 }
 }  // namespace
 
-std::optional<std::string> refuse_reason(const struct stat& st) {
-  if (st.st_uid != geteuid())
-    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
-           std::to_string(geteuid()) + ")";
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
-  return std::nullopt;
-}
-
 std::optional<std::string> make_dirs_0700(const fs::path& dir) {
   fs::path p;
   for (const auto& part : dir) {
@@ -42,11 +35,9 @@ std::optional<std::string> make_dirs_0700(const fs::path& dir) {
   return std::nullopt;
 }
 
-std::optional<std::string> write_atomically(const fs::path& path, std::string_view bytes) {
-  static std::atomic<unsigned> counter{0};
-  // pid + counter make the temp name unique across processes and threads; O_EXCL makes sure.
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
-                       std::to_string(counter.fetch_add(1));
+std::optional<std::string> write_atomically(const fs::path& path, std::string_view bytes,
+                                            bool durable) {
+  const fs::path tmp = CacheLayout::temp_path(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return errno_text("cannot create", tmp);
   auto fail = [&](const char* what) {
@@ -62,7 +53,7 @@ std::optional<std::string> write_atomically(const fs::path& path, std::string_vi
     done += static_cast<std::size_t>(n);
   }
   // Without fsync before rename, a crash can leave a renamed but empty file.
-  if (::fsync(fd) != 0) return fail("cannot fsync");
+  if (durable && ::fsync(fd) != 0) return fail("cannot fsync");
   if (::close(fd) != 0) {
     std::string err = errno_text("cannot close", tmp);
     ::unlink(tmp.c_str());
@@ -74,7 +65,9 @@ std::optional<std::string> write_atomically(const fs::path& path, std::string_vi
     return err;
   }
   // Make the rename itself durable; failure here costs at most a recompile after a crash.
-  if (const int dfd = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+  if (!durable) return std::nullopt;
+  if (const int dfd = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
@@ -108,7 +101,8 @@ std::string describe_holder(int fd) {
   std::string who = "process " + std::to_string(pid);
   if (this_host() != host) return who + " on host " + host + " (pid in lock file)";
   who += " (pid in lock file)";
-  // /proc/<pid>/stat is "pid (comm) S ...": S == 'T' is stopped, e.g. by Ctrl-Z.
+  // /proc/<pid>/stat is "pid (comm) S ...": S == 'T' is stopped, e.g. by Ctrl-Z. (procfs files
+  // report size 0, so this one read is not regular_file.hpp's; procfs never blocks.)
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   std::getline(stat, line);
@@ -120,17 +114,6 @@ std::string describe_holder(int fd) {
 
 }  // namespace
 
-std::string file_kind(mode_t mode) {
-  if (S_ISREG(mode)) return "a regular file";
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISLNK(mode)) return "a symlink";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
-}
-
 FileLock FileLock::acquire(const fs::path& path, const std::string& what, double timeout_s,
                            bool& waited) {
   waited = false;
@@ -140,8 +123,9 @@ FileLock FileLock::acquire(const fs::path& path, const std::string& what, double
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     stats().bad_entries.fetch_add(1, std::memory_order_relaxed);
-    log.warn("refusing cache lock file {}: it is {}, not a regular file; compiling {} without the lock",
-             path.string(), file_kind(st.st_mode), what);
+    log.warn(
+        "refusing cache lock file {}: it is {}, not a regular file; compiling {} without the lock",
+        path.string(), file_kind(st.st_mode), what);
     return FileLock(-1);
   }
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
@@ -169,7 +153,8 @@ FileLock FileLock::acquire(const fs::path& path, const std::string& what, double
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) break;
     if (errno == EINTR) continue;
     if (errno != EWOULDBLOCK) {
-      log.warn("cannot lock {}: {}; compiling {} without it", path.string(), std::strerror(errno), what);
+      log.warn("cannot lock {}: {}; compiling {} without it", path.string(), std::strerror(errno),
+               what);
       ::close(fd);
       return FileLock(-1);
     }
@@ -177,16 +162,20 @@ FileLock FileLock::acquire(const fs::path& path, const std::string& what, double
     waited = true;
     const auto elapsed = clock::now() - start;
     if (elapsed >= timeout) {
-      log.warn("gave up after {:.1f} s waiting for {} compiling {}; compiling it here too (the entry "
-               "is written atomically, so it stays valid; KILN_CACHE_LOCK_TIMEOUT sets the wait)",
-               std::chrono::duration<double>(elapsed).count(), describe_holder(fd), what);
+      log.warn(
+          "gave up after {:.1f} s waiting for {} compiling {}; compiling it here too (the entry "
+          "is written atomically, so it stays valid; KILN_CACHE_LOCK_TIMEOUT or kiln-cache "
+          "--lock-timeout sets the wait)",
+          std::chrono::duration<double>(elapsed).count(), describe_holder(fd), what);
       ::close(fd);
       return FileLock(-1);
     }
     if (!said && elapsed >= std::chrono::seconds(1)) {
       said = true;
-      log.warn("waiting for {} compiling {}: lock file {}; giving up after {} s (KILN_CACHE_LOCK_TIMEOUT)",
-               describe_holder(fd), what, path.string(), timeout_s);
+      log.warn(
+          "waiting for {} compiling {}: lock file {}; giving up after {} s "
+          "(KILN_CACHE_LOCK_TIMEOUT)",
+          describe_holder(fd), what, path.string(), timeout_s);
     }
     // Short first pauses keep the common case (a compile of a few hundred ms) prompt.
     std::this_thread::sleep_for(pause);

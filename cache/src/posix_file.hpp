@@ -1,8 +1,7 @@
 #pragma once
-// Small POSIX helpers for the disk cache: ownership/permission checks, whole-file reads and
-// atomic writes, and the per-key lock file. Private to cache/src.
-#include <sys/stat.h>
-
+// The disk cache's writing side: folders made 0700, atomic file writes (temp + fsync +
+// rename), and the per-key lock file. Reading is regular_file.hpp; names and trust rules are
+// cache_layout.hpp. Private to cache/src.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -10,19 +9,16 @@
 
 namespace kiln::cache::detail {
 
-/// Why a folder or file with this stat must not be trusted (owned by another user, or
-/// writable by group/others); nullopt if it is fine.
-std::optional<std::string> refuse_reason(const struct stat& st);
-
 /// Creates `dir` and missing parents with mode 0700. Returns an error text or nullopt.
 std::optional<std::string> make_dirs_0700(const std::filesystem::path& dir);
 
-/// Writes `bytes` to a temp file beside `path`, fsyncs it, renames it over `path`, and fsyncs
-/// the folder. Returns an error text or nullopt. The temp file never survives a failure.
-std::optional<std::string> write_atomically(const std::filesystem::path& path, std::string_view bytes);
-
-/// What a path is, for messages: "a regular file", "a FIFO", "a socket", ...
-std::string file_kind(mode_t mode);
+/// Writes `bytes` to a temp file beside `path` (CacheLayout::temp_path), renames it over `path`
+/// and returns an error text or nullopt. With `durable`, the file is fsynced before the rename
+/// and the folder after it (a crash then never leaves a renamed but empty file); without, a
+/// crash may leave an empty file, which readers treat as a bad or missing one. The temp file
+/// never survives a failure.
+std::optional<std::string> write_atomically(const std::filesystem::path& path,
+                                            std::string_view bytes, bool durable = true);
 
 /// An exclusive flock on a lock file, released on destruction, or by the kernel if the
 /// process dies, so a killed compiler never blocks others for long. The holder writes

@@ -56,8 +56,7 @@ void emit_body_lambda(SourceWriter& w, const ElementwiseDefinition& def, const E
   }
   w.line("  auto kiln_body = [&]({}) {{", params);
   w.line("    (void)_ind; (void)i;");
-  w.user("operation", def.operation);
-  w.line("  ;}};");
+  w.user("operation", def.operation, "  ;};");
 }
 
 // Arguments of one kiln_body call; `element(k)` spells parameter k's element.

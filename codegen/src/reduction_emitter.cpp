@@ -69,22 +69,19 @@ struct Emit {
     w.line("    const kiln_idx _j = _i * kiln_n + _J;");
     w.line("    (void)_i; (void)_j; (void)_J;");
     w.line("    return static_cast<_type_reduce>(");
-    w.user("map_expr", def.map_expr);
-    w.line("    );");
+    w.user("map_expr", def.map_expr, "    );");
     w.line("  }};");
     w.line(
         "  auto kiln_reduce = [&](const _type_reduce& a, const _type_reduce& b) -> _type_reduce "
         "{{");
     w.line("    return (");
-    w.user("reduce_expr", def.reduce_expr);
-    w.line("    );");
+    w.user("reduce_expr", def.reduce_expr, "    );");
     w.line("  }};");
     w.line("  auto kiln_init = [&]() {{");
     w.line("    kiln_acc kiln_r;");
     if (has_identity()) {
       w.line("    kiln_r.v = static_cast<_type_reduce>(");
-      w.user("identity", def.identity);
-      w.line("    );");
+      w.user("identity", def.identity, "    );");
       w.line("    kiln_r.has = true;");
     } else {
       w.line("    kiln_r.has = false;");
@@ -110,8 +107,7 @@ struct Emit {
       if (!param(k).raw) outs += fmt::format(", {}& {}", ctype(k), param(k).name);
     w.line("  auto kiln_post = [&]({}) {{", outs);
     w.line("    (void)a; (void)_i;");
-    w.user("post_map_expr", def.post_map_expr);
-    w.line("  ;}};");
+    w.user("post_map_expr", def.post_map_expr, "  ;};");
     w.line("  auto kiln_warp_reduce = [&](kiln_acc kiln_x) {{");
     // A large state (moments, argmax's pair) merges in many instructions (moments: divisions):
     // the tree as a loop costs nothing beside the row's loads and halves NVRTC's time

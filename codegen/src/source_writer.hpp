@@ -24,14 +24,30 @@ class SourceWriter {
     out_ += '\n';
   }
   void raw(std::string_view text) { out_ += text; }
-  // User text, reported by NVRTC as `<label>(<line>)`.
-  void user(std::string_view label, std::string_view text) {
-    if (text.empty()) return;
-    line("#line 1 \"{}\"", label);
-    out_ += text;
-    if (text.back() != '\n') out_ += '\n';
-    std::size_t next = std::size_t(std::count(out_.begin(), out_.end(), '\n')) + 2;
-    line("#line {} \"{}\"", next, file_);
+  // User text, reported by NVRTC as `<label>(<line>)`. `close` is the text kiln writes right
+  // after it to end what it opened (`);` after a map_expr): it is mapped to the user's last
+  // line, so an error it meets because the user's text stopped short (`map_expr = "x +"`) is
+  // reported at `map_expr(1)`, not at a generated line. It goes on a line of its own, so a
+  // trailing // comment in the user's text cannot swallow it.
+  void user(std::string_view label, std::string_view text, std::string_view close = {}) {
+    if (!text.empty()) {
+      line("#line 1 \"{}\"", label);
+      out_ += text;
+      if (text.back() != '\n') out_ += '\n';
+      if (!close.empty()) {
+        const std::size_t last = std::size_t(std::count(text.begin(), text.end(), '\n')) +
+                                 (text.back() == '\n' ? 0 : 1);
+        line("#line {} \"{}\"", last, label);
+      }
+    }
+    if (!close.empty()) {
+      out_ += close;
+      out_ += '\n';
+    }
+    if (!text.empty()) {
+      std::size_t next = std::size_t(std::count(out_.begin(), out_.end(), '\n')) + 2;
+      line("#line {} \"{}\"", next, file_);
+    }
   }
   std::string take() { return std::move(out_); }
 

@@ -18,6 +18,14 @@ std::string define_line(std::string_view def) {
   if (!is_identifier(name.substr(0, paren)))
     throw signature_error("-D needs a macro name", def, 0);
   std::string_view value = eq == std::string_view::npos ? "1" : def.substr(eq + 1);
+  // As an NVRTC option the value is one macro body; as a source line a line break would start a
+  // directive of its own (-D'X=1\n#include ...') and a trailing backslash would swallow the
+  // next #define. Found by tests/fuzz/fuzz_nvrtc_options.
+  if (const auto bad = def.find_first_of("\n\r"); bad != std::string_view::npos)
+    throw signature_error("a -D value cannot hold a line break", def, bad);
+  if (value.ends_with('\\'))
+    throw signature_error("a -D value cannot end with a backslash (it would continue the line)",
+                          def, def.size() - 1);
   return fmt::format("#define {} {}\n", name, value);
 }
 

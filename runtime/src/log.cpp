@@ -3,6 +3,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -45,12 +46,22 @@ std::shared_ptr<spdlog::logger> make_logger() {
     // Someone registered "kiln" between get() and here; theirs wins.
     if (auto existing = spdlog::get("kiln")) return existing;
   }
-  if (unknown) {
-    log->warn("KILN_LOG='{}' is not one of trace, debug, info, warn, error, off; using warn",
-              std::getenv("KILN_LOG"));
-  }
   return log;
 }
+
+// A KILN_LOG kiln does not know is said once, at start-up, whether or not anything is ever
+// logged (the logger is made on first use, which a program that logs nothing never reaches):
+// a typo must not silently leave the level at its default.
+const bool kLogLevelChecked = [] {
+  bool unknown = false;
+  (void)level_from_env(unknown);
+  if (unknown)
+    std::fprintf(stderr,
+                 "[kiln] [warning] KILN_LOG='%s' is not one of trace, debug, info, warn, error, "
+                 "off; using warn\n",
+                 std::getenv("KILN_LOG"));
+  return true;
+}();
 
 }  // namespace
 

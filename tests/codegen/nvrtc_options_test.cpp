@@ -17,6 +17,11 @@ TEST_CASE("user -D and -U options become source lines, the rest stays NVRTC opti
         "#define X 1\n#define N 1\n#undef FOO\n#define Y a b\n#undef BAR\n#define F(a) a*2\n");
   CHECK_THROWS_AS(split_user_macros({"-D"}), SignatureError);
   CHECK_THROWS_AS(split_user_macros({"-D=3"}), SignatureError);
+  // A value must stay one #define line (found by tests/fuzz/fuzz_nvrtc_options).
+  CHECK_THROWS_WITH(split_user_macros({"-DX=1\n#include <x>"}), Catch::Contains("line break"));
+  CHECK_THROWS_AS(split_user_macros({"-DX=1\r"}), SignatureError);
+  CHECK_THROWS_AS(split_user_macros({"-DF(a\n)=a"}), SignatureError);
+  CHECK_THROWS_WITH(split_user_macros({"-DX=a\\", "-DY=2"}), Catch::Contains("backslash"));
 }
 
 TEST_CASE("NVRTC defaults are CuPy's, and user options of the same kind replace them", "[codegen]") {

@@ -219,6 +219,23 @@ TEST_CASE("the id file is published once, privately, and read back by a waiting 
                     Contains("junk") && Contains("expected 3 lines"));
 }
 
+TEST_CASE("an id path that is a FIFO or a device is refused at once, never waited on",
+          "[ops][nccl]") {
+  kiln::test::TempDir dir;
+  const auto fifo = dir.path() / "nccl-id";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Before: std::ifstream blocked in open() on a FIFO with no writer, past any timeout, and
+  // read /dev/zero until memory ran out.
+  auto t0 = std::chrono::steady_clock::now();
+  KILN_CHECK_THROWS(nd::wait_for_id_file(fifo, std::chrono::seconds(20)), ValueError,
+                    Contains("nccl-id") && Contains("FIFO"));
+  KILN_CHECK_THROWS(nd::wait_for_id_file("/dev/zero", std::chrono::seconds(20)), ValueError,
+                    Contains("character device"));
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(waited < 5.0);
+}
+
 TEST_CASE("waiting for an id file that never comes ends in a TimeoutError", "[ops][nccl]") {
   kiln::test::TempDir dir;
   const auto t0 = std::chrono::steady_clock::now();

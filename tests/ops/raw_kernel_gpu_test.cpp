@@ -296,3 +296,23 @@ TEST_CASE("raw kernel attributes and setters", "[ops][raw][gpu]") {
   KILN_CHECK_THROWS(k(dim3(1), dim3(512), x), ValueError,
                     Contains("this kernel allows at most 256"));
 }
+
+TEST_CASE("a raw kernel compiled arch-specific loads and sees its architecture's features",
+          "[ops][gpu]") {
+  // The 'a' targets (sm_90a, sm_100a, ...) define the feature macros; a generic one does not.
+  // A 9.0 device must load the sm_90a cubin kiln compiles for it.
+  const char* code = R"(extern "C" __global__ void feat(int* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(__CUDA_ARCH_SPECIFIC__)
+  out[0] = 1;
+#else
+  out[0] = 2;
+#endif
+})";
+  const RawKernel specific(code, "feat", raw_options{.arch_specific = true});
+  const RawKernel generic(code, "feat");
+  ndarray a = poisoned(Shape{1}, int32), b = poisoned(Shape{1}, int32);
+  specific(dim3(1), dim3(1), a);
+  generic(dim3(1), dim3(1), b);
+  CHECK(a.get<std::int32_t>() == std::vector<std::int32_t>{1});
+  CHECK(b.get<std::int32_t>() == std::vector<std::int32_t>{2});
+}

@@ -172,4 +172,12 @@ TEST_CASE("reduction compile errors point at the user's own strings", "[ops]") {
   CHECK_THROWS_WITH(bad_reduce.compile_for(spec, 90), Catch::Contains("reduce_expr(1)"));
   ReductionKernel bad_post("T x", "T y", "x", "a + b", "y = a;\ny = nope", "0", "k");
   CHECK_THROWS_WITH(bad_post.compile_for(spec, 90), Catch::Contains("post_map_expr(2)"));
+  // A string that stops short: the error is where kiln closes it, still the user's line.
+  ReductionKernel truncated("T x", "T y", "x +", "a + b", "y = a", "0", "k");
+  CHECK_THROWS_WITH(truncated.compile_for(spec, 90),
+                    Catch::Contains("map_expr(1): error") && !Catch::Contains("k.cu("));
+  ReductionKernel truncated_reduce("T x", "T y", "x", "a +\n", "y = a", "0", "k");
+  CHECK_THROWS_WITH(truncated_reduce.compile_for(spec, 90), Catch::Contains("reduce_expr(1): error"));
+  ReductionKernel commented("T x", "T y", "x // the input", "a + b // sum", "y = a // out", "0 // zero", "k");
+  CHECK(commented.compile_for(spec, 90).cubin.size() > 64);  // closing text is not commented out
 }

@@ -219,3 +219,15 @@ TEST_CASE("sort runs on the current stream", "[ops][gpu]") {
   std::sort(h.begin(), h.end());
   CHECK(out.get<float>() == h);
 }
+
+TEST_CASE("the sort header's example gives NumPy's answers", "[ops][gpu]") {
+  // NumPy: x = [[3, nan, -1], [2, 2, 0]] (float32); np.sort(x) -> [[-1, 3, nan], [0, 2, 2]],
+  // np.argsort(x, axis=0, kind="stable") -> [[1, 1, 0], [0, 0, 1]].
+  auto x = asarray<float>({3, NAN, -1, 2, 2, 0}, Shape{2, 3});
+  const auto s = sort(x).get<float>();
+  CHECK(s[0] == -1);
+  CHECK(s[1] == 3);
+  CHECK(std::isnan(s[2]));
+  CHECK(std::vector<float>(s.begin() + 3, s.end()) == std::vector<float>{0, 2, 2});
+  CHECK(argsort(x, 0).get<std::int64_t>() == std::vector<std::int64_t>{1, 1, 0, 0, 0, 1});
+}

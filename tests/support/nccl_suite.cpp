@@ -408,7 +408,10 @@ class Suite {
     const std::pair<dtype, reduce_op> cases[] = {
         {float32, reduce_op::sum},    {int64, reduce_op::max}, {bfloat16, reduce_op::avg},
         {complex128, reduce_op::sum}, {bool_, reduce_op::min}, {uint8, reduce_op::prod}};
-    for (auto [t, op] : cases) {
+    for (const auto& one : cases) {
+      // Not structured bindings: clang 14 (the sanitizer build) cannot capture them in a lambda.
+      const dtype t = one.first;
+      const reduce_op op = one.second;
       std::vector<ndarray> x(count());
       for (std::size_t k = 0; k < count(); ++k)
         x[k] = upload(mine_[k], input(t, rank(k), 9, 2), {9});
@@ -440,7 +443,10 @@ class Suite {
                                                  {complex64, reduce_op::avg},
                                                  {bool_, reduce_op::max},
                                                  {int32, reduce_op::min}};
-    for (auto [t, op] : cases) {
+    for (const auto& one : cases) {
+      // Not structured bindings: clang 14 (the sanitizer build) cannot capture them in a lambda.
+      const dtype t = one.first;
+      const reduce_op op = one.second;
       std::vector<ndarray> send(count()), recv(count());
       for (std::size_t k = 0; k < count(); ++k) {
         send[k] = upload_strided(mine_[k], input(t, rank(k), 12, 4));

@@ -114,7 +114,7 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   // my_kernel: 3 contiguous widths + 2 strided ndims (float32: one width) + 3 tiled (x, y,
   // both transposed) (32-bit only); scale: 2 exact; source: 1.
   REQUIRE(p.reqs.size() == 2 * (8 + 2 + 1));
-  CHECK_THAT(p.run.output, Contains("22 compiled, 0 already cached, 0 failed"));
+  CHECK_THAT(p.run.output, Contains("22 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
   const kiln::cache::DiskCache disk(p.dir);
   for (const auto& r : p.reqs) CHECK(disk.load(kiln::cache::cache_key(r)).has_value());
   CHECK(valid_entries(p.dir) == p.reqs.size());
@@ -122,7 +122,7 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   // A second run finds them all.
   auto again = run_cli("precompile " + q(p.manifest) + " --arch 80,90 --cache-dir " + q(p.dir));
   CHECK(again.status == 0);
-  CHECK_THAT(again.output, Contains("0 compiled, 22 already cached, 0 failed"));
+  CHECK_THAT(again.output, Contains("0 compiled, 0 loaded (compiled by another process), 22 already cached, 0 failed"));
 
   // The library, with compiling forbidden, finds my_kernel's contiguous sm_90 variant.
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", p.dir.string());
@@ -305,7 +305,7 @@ TEST_CASE("kiln-cache precompile reports a kernel that fails with its log, goes 
   auto r = run_cli("precompile " + q(manifest) + " --arch 90 --cache-dir " + q(tmp.path() / "c"));
   CHECK(r.status == 1);
   CHECK_THAT(r.output, Contains("operation(1)") &&
-                           Contains("1 compiled, 0 already cached, 1 failed") &&
+                           Contains("1 compiled, 0 loaded (compiled by another process), 0 already cached, 1 failed") &&
                            Contains("failed: broken"));
   CHECK(valid_entries(tmp.path() / "c") == 1);
 }

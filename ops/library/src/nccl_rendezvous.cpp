@@ -11,11 +11,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "kiln/runtime/error.hpp"
+#include "kiln/runtime/regular_file.hpp"
 #include "nccl_library.hpp"
 
 namespace kiln::nccl {
@@ -202,20 +201,30 @@ void publish_id_file(const std::filesystem::path& file, const IdFile& contents) 
   }
 }
 
+// An id file is three short lines (format_id_file); anything much larger is not one.
+constexpr std::uint64_t kMaxIdFileBytes = 4096;
+
 IdFile wait_for_id_file(const std::filesystem::path& file, std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   auto pause = std::chrono::milliseconds(1);
   for (;;) {
-    std::ifstream in(file, std::ios::binary);
-    if (in) {
-      std::ostringstream text;
-      text << in.rdbuf();
+    // Never blocks and never reads without bound: a FIFO or a device at the path would
+    // otherwise hang the rank past its timeout, or read until memory runs out.
+    RegularFile in = RegularFile::open(file, {.follow_links = true});
+    if (in.ok()) {
+      const auto text = in.read_all(kMaxIdFileBytes);
+      if (!text)
+        throw ValueError(
+            fmt::format("cannot read the NCCL id file {}: {}", file.string(), in.problem()));
       try {
-        return parse_id_file(text.str());
+        return parse_id_file(*text);
       } catch (const ValueError& e) {
         throw ValueError(fmt::format("{}: {}", file.string(), e.what()));
       }
     }
+    if (!in.missing())
+      throw ValueError(
+          fmt::format("cannot read the NCCL id file {}: {}", file.string(), in.problem()));
     const auto waited = std::chrono::steady_clock::now() - start;
     if (waited >= timeout)
       throw TimeoutError(fmt::format(

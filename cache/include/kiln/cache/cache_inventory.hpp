@@ -1,44 +1,34 @@
 #pragma once
 // What is in an on-disk kernel cache folder, file by file, and the maintenance kiln-cache
-// does on it (verify, prune, clear). Nothing here needs a GPU.
+// does on it (verify, prune, clear) and the automatic size limit. Nothing here needs a GPU.
 //
-//   Inventory inv = scan_cache(cfg.dir);              // throws kiln::Error if dir is unusable
+//   Inventory inv = scan_cache(cfg.dir);     // throws kiln::Error if dir cannot be looked at
 //   for (const CacheFile& f : inv.files)
 //     if (f.type == CacheFileType::entry && f.problem.empty()) use(f.key, f.size, f.arch);
 //   PruneResult r = prune_cache(cfg.dir, {.max_bytes = 1 << 30});   // LRU down to 1 GiB
 //
-// An entry counts only if it is what DiskCache::load accepts: a regular file (never a link)
-// named dir/ab/<32 hex>.kbin, owned by this user, not writable by group/others, whose header,
-// key and checksum check out. Everything else in the folder is listed with the reason it is
-// not an entry. Removal never touches a file another process is writing: entries are only
-// removed while holding their per-key lock (the one compile_cached takes), temp files only
-// when their writer is gone, lock files only when nobody holds them.
+// An entry counts only if DiskCache::load would load it: both read it with read_entry_file
+// (entry_file.hpp), and both take names and trust rules from cache_layout.hpp. Everything else
+// in the folder is listed with the reason it is not an entry. Removal never touches a file
+// another process is writing: entries are only removed while holding their per-key lock (the
+// one compile_cached takes), temp files only when their writer is gone, lock files only when
+// nobody holds them.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "kiln/cache/binary.hpp"
 #include "kiln/cache/cache_key.hpp"
+#include "kiln/cache/cache_layout.hpp"
 
 namespace kiln::cache {
-
-enum class CacheFileType {
-  entry,     // <hex>.kbin: a kernel binary
-  lock,      // <hex>.lock: per-key compile lock
-  source,    // <hex>.cu: saved source (KILN_CACHE_SAVE_SOURCE=1)
-  metadata,  // <hex>.meta: kind/name/arch written by kiln-cache precompile
-  temp,      // <hex>.kbin.tmp.<pid>.<n>: a write in progress (or left by a crash)
-  stray,     // anything else: not kiln's, or in the wrong place
-};
-const char* to_string(CacheFileType t) noexcept;
 
 /// What kiln-cache knows about an entry beyond its binary (the .meta sidecar).
 struct EntryMetadata {
   std::string kind;  // "elementwise", "source", ...
   std::string name;  // kernel name
-  int arch = 0;
+  int arch = 0;      // as nvrtc_archs.hpp holds it (arch_specific(90) for sm_90a)
 };
 
 struct CacheFile {
@@ -51,37 +41,35 @@ struct CacheFile {
   /// Empty for a valid entry (and for well-formed lock/source/metadata/temp files); else why
   /// the file is bad or not kiln's ("symbolic link, not an entry", "payload checksum mismatch").
   std::string problem;
-  int arch = 0;                       // valid entries: from the cubin
-  std::vector<std::string> kernels;   // valid entries: the cubin's entry points
+  int arch = 0;                      // valid entries: from the cubin
+  std::vector<std::string> kernels;  // valid entries: the cubin's entry points
+  std::string nvrtc_version;         // valid entries: the compiler's ("13.0.88"; "" unknown)
+  /// Valid entries made by another NVRTC than this process's: their keys hold that version, so
+  /// this kiln never loads them (kiln-cache prune --other-nvrtc removes them).
+  bool other_nvrtc = false;
   std::optional<EntryMetadata> meta;  // valid entries with a .meta sidecar
 };
 
 struct Inventory {
   std::filesystem::path dir;
-  bool exists = false;           // false: the folder is not there yet (nothing else is set)
+  bool exists = false;  // false: the folder is not there (nothing else is set)
+  /// Folders kiln refuses to read (the top one or a fan-out), one line each naming the folder
+  /// and why; their entries are listed as bad.
+  std::vector<std::string> refused_folders;
   std::vector<CacheFile> files;  // sorted by path
 
   /// Valid entries / bad entries (type entry with a problem) counts and bytes.
   std::size_t valid_entries() const;
   std::size_t bad_entries() const;
   std::uint64_t entry_bytes() const;
+  std::size_t other_nvrtc_entries() const;
 };
 
 /// Looks at every file under `dir` (never following links). With check_entries, every entry
 /// is read and checked in full (header, key, size, checksum) and described from its cubin.
-/// Throws kiln::Error when `dir` exists but cannot be used as a cache folder (not a folder,
-/// owned by another user, writable by others, unreadable).
+/// Throws kiln::Error when `dir` exists but cannot be looked at (not a folder, unreadable); a
+/// folder kiln refuses is scanned and named in refused_folders.
 Inventory scan_cache(const std::filesystem::path& dir, bool check_entries = true);
-
-/// Reads and checks the entry file at `path` for `key` exactly as the cache would; the binary,
-/// or nullopt with `why` set.
-std::optional<Binary> read_entry(const std::filesystem::path& path, const Key& key,
-                                 std::string& why);
-
-/// Why new entries cannot be written into `dir` (one line), or nullopt when they can. With
-/// `create`, a missing folder is created 0700 (its parents too). The check writes and removes
-/// a probe file, so a read-only or full file system is caught, not guessed from mode bits.
-std::optional<std::string> cache_folder_problem(const std::filesystem::path& dir, bool create);
 
 /// Writes (atomically) / reads the .meta sidecar of the entry for `key` in `dir`.
 bool write_entry_metadata(const std::filesystem::path& dir, const Key& key,
@@ -92,6 +80,7 @@ struct PruneOptions {
   std::optional<std::uint64_t> max_bytes;    // keep the most recently used entries up to this
   std::optional<std::int64_t> older_than_s;  // remove entries unused for longer than this
   bool bad_entries = false;                  // remove entries that fail their checks
+  bool other_nvrtc = false;                  // remove entries made by another NVRTC
   bool everything = false;                   // clear: every entry and kiln file
 };
 
@@ -106,7 +95,27 @@ struct PruneResult {
 
 /// Removes what `opts` asks for (least recently used first for max_bytes), with each entry's
 /// sidecars, plus stale lock files and dead writers' temp files. Throws kiln::Error as
-/// scan_cache does; a missing folder is an empty result.
+/// scan_cache does, and for a folder kiln refuses (verify --fix repairs those); a missing
+/// folder is an empty result.
 PruneResult prune_cache(const std::filesystem::path& dir, const PruneOptions& opts);
+
+/// The automatic size limit (KILN_CACHE_MAX_SIZE), run after a write: when the entries in `dir`
+/// take more than `max_bytes`, the least recently used are removed down to 90% of it (so the
+/// next writes do not each prune). Never throws; what it removed is logged at info level.
+PruneResult enforce_size_limit(const std::filesystem::path& dir, std::uint64_t max_bytes);
+
+struct FolderRepair {
+  std::size_t fixed = 0;            // folders whose group/other write bits were removed
+  std::vector<std::string> errors;  // refused folders kiln cannot repair, with why
+};
+/// verify --fix: removes group/other write permission (chmod go-w) from the refused folders of
+/// `inv` that this user owns; another user's folder is reported, never changed.
+FolderRepair repair_folder_modes(const Inventory& inv);
+
+/// precompile --shared: makes `dir`, its fan-out folders and kiln's files in them that this
+/// user owns readable by every user and writable by this user only (folders 0755, files
+/// 0644), so the folder can be deployed as a read-only cache (KILN_CACHE_READONLY_DIRS) for
+/// other users, e.g. a service user running an image built as root. Returns the errors.
+std::vector<std::string> share_for_reading(const std::filesystem::path& dir);
 
 }  // namespace kiln::cache

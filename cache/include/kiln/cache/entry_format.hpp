@@ -19,6 +19,7 @@
 //   std::string why;
 //   std::optional<Binary> back = decode_entry(bytes, key, &why);   // == bin
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,9 @@ namespace kiln::cache {
 
 inline constexpr char kEntryMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '\0'};
 inline constexpr std::size_t kEntryHeaderSize = 48;
+/// The largest entry file kiln reads. Entries are kernels, a few MB at most; anything far
+/// larger is not one of kiln's, and reading it whole would cost memory for nothing.
+inline constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 30;
 
 /// The complete file contents for `bin` stored under `key`.
 std::string encode_entry(const Key& key, const Binary& bin);

@@ -16,7 +16,13 @@
 
 namespace kiln::cache {
 
-/// Compiles req.source with req.options, "-arch=sm_<req.arch>" and default_include_options().
+/// Throws kiln::ValueError unless NVRTC can compile `req` for its arch: an arch NVRTC cannot
+/// target (check_arch, naming those it can), or an architecture option in req.options (the
+/// arch is req.arch: kiln compiles for the device's, or ahead of time for the one named).
+void check_request(const CompileRequest& req);
+
+/// Compiles req.source with req.options, "-arch=<arch_name(req.arch)>" and
+/// default_include_options(), after check_request.
 /// Throws kiln::CompileError (what(): kernel name, NVRTC version, every option given to NVRTC
 /// including -arch and -I, NVRTC log, source with line numbers) when
 /// NVRTC rejects the source, kiln::Error for any other NVRTC failure.

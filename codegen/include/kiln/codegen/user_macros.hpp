@@ -24,7 +24,8 @@ struct SplitOptions {
 };
 
 /// Accepts -DNAME, -DNAME=V, -D NAME[=V], --define-macro=NAME[=V], --define-macro NAME[=V]
-/// and the -U / --undefine-macro forms. Throws SignatureError for a malformed macro name.
+/// and the -U / --undefine-macro forms. Throws SignatureError for a malformed macro name, or a
+/// value that would not stay one #define line (a line break, a trailing backslash).
 SplitOptions split_user_macros(const std::vector<std::string>& options);
 
 }  // namespace kiln::codegen

@@ -8,6 +8,7 @@
 
 #include "graph/capture_record.hpp"
 #include "kiln/cache/loaded_kernels.hpp"
+#include "kiln/cache/nvrtc_archs.hpp"
 #include "kiln/engine/raw_module.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
@@ -225,6 +226,7 @@ const std::string& RawKernel::name() const noexcept { return state_->name; }
 std::string RawKernel::symbol() const { return state_->on(current_device()).lowered_names.front(); }
 
 std::vector<cache::CompileRequest> RawKernel::compile_requests(int arch) const {
+  cache::check_arch(arch);
   if (state_->src->kind != detail::RawSource::Kind::source) return {};
   return {state_->src->request(arch)};
 }

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "kiln/cache/cache_key.hpp"
+#include "kiln/cache/nvrtc_archs.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/memory.hpp"
@@ -70,6 +71,7 @@ Hash128 RawModule::cache_key(int arch) const {
 }
 
 std::vector<cache::CompileRequest> RawModule::compile_requests(int arch) const {
+  cache::check_arch(arch);
   if (src_->kind != detail::RawSource::Kind::source) return {};
   return {src_->request(arch)};
 }

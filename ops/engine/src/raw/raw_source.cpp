@@ -3,14 +3,14 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "kiln/cache/cache_key.hpp"
+#include "kiln/cache/nvrtc_archs.hpp"
 #include "kiln/codegen/nvrtc_defaults.hpp"
 #include "kiln/engine/raw_module.hpp"
 #include "kiln/runtime/device.hpp"
+#include "kiln/runtime/regular_file.hpp"
 #include "raw_checks.hpp"
 
 namespace kiln {
@@ -39,12 +39,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::string> read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return std::move(ss).str();
+// Never blocks on a FIFO and never reads a device or an unbounded file ("file": "/dev/zero").
+std::optional<std::string> read_file(const fs::path& p, std::string& why) {
+  return read_regular_file(p, kMaxUserFileBytes, why);
 }
 
 bool is_file(const fs::path& p) {
@@ -130,8 +127,9 @@ UserHeaders scan_user_headers(std::string_view source, const fs::path& source_di
       std::error_code ec;
       const fs::path canon = fs::weakly_canonical(found, ec);
       if (!seen.insert(ec ? found : canon).second) continue;
-      auto contents = read_file(found);
-      if (!contents) continue;
+      std::string why;
+      auto contents = read_file(found, why);
+      if (!contents) continue;  // NVRTC reads it or says why
       // The name as written and the contents, never the folder: a moved tree still hits.
       h.str(inc.name);
       h.str(*contents);
@@ -155,6 +153,7 @@ void hash_source(RawSource& s) {
   h.u64(s.name_expressions.size());
   for (const auto& n : s.name_expressions) h.str(n);
   h.str(s.headers.digest);
+  if (s.arch_specific) h.str("arch-specific");
   s.hash = h.digest();
 }
 
@@ -167,6 +166,7 @@ std::shared_ptr<RawSource> RawSource::from_code(std::string code, raw_options&& 
   s->code = std::move(code);
   s->origin = std::move(origin);
   s->cooperative = opts.cooperative;
+  s->arch_specific = opts.arch_specific;
   // The architecture check of every kind (-arch is kiln's choice); user options kept as given,
   // plus --std=c++17 when no standard is named (CCCL headers need C++17).
   (void)codegen::with_nvrtc_defaults(opts.options);
@@ -187,9 +187,9 @@ std::shared_ptr<RawSource> RawSource::from_code(std::string code, raw_options&& 
 }
 
 std::shared_ptr<RawSource> RawSource::from_file(const fs::path& path, raw_options&& opts) {
-  auto bytes = read_file(path);
-  if (!bytes || !is_file(path))
-    throw ValueError(fmt::format("cannot read CUDA file '{}'", path.string()));
+  std::string why;
+  auto bytes = read_file(path, why);
+  if (!bytes) throw ValueError(fmt::format("cannot read CUDA file '{}': {}", path.string(), why));
   const std::string ext = path.extension().string();
   Kind kind = Kind::source;
   if (ext == ".cubin")
@@ -204,10 +204,10 @@ std::shared_ptr<RawSource> RawSource::from_file(const fs::path& path, raw_option
     return from_code(std::move(*bytes), std::move(opts), path.string(),
                      (ec ? path : abs).parent_path());
   }
-  if (!opts.name_expressions.empty() || !opts.options.empty())
+  if (!opts.name_expressions.empty() || !opts.options.empty() || opts.arch_specific)
     throw ValueError(
-        fmt::format("'{}' is a compiled {} file: NVRTC options and name expressions "
-                    "apply to source code only (.cu)",
+        fmt::format("'{}' is a compiled {} file: NVRTC options, name expressions and "
+                    "arch_specific apply to source code only (.cu)",
                     path.string(), ext.substr(1)));
   if (bytes->empty()) throw ValueError(fmt::format("CUDA file '{}' is empty", path.string()));
   auto s = std::make_shared<RawSource>();
@@ -225,7 +225,7 @@ cache::CompileRequest RawSource::request(int arch) const {
   req.kernel_name = name_expressions.empty() ? origin : name_expressions.front();
   req.options = options;
   req.kind = "raw";
-  req.arch = arch;
+  req.arch = arch_specific ? cache::arch_specific(arch) : arch;
   req.name_expressions = name_expressions;
   req.key_extra = headers.digest;
   return req;

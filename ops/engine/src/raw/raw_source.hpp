@@ -37,6 +37,7 @@ struct RawSource {
   std::vector<std::string> name_expressions;  // normalised
   UserHeaders headers;
   bool cooperative = false;  // how its kernels launch (not part of the hash)
+  bool arch_specific = false;  // compiled for sm_XXa (nvrtc_archs.hpp)
   Hash128 hash;
 
   /// Source: checks options (no -arch), normalises name expressions, scans headers.

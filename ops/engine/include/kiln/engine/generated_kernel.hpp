@@ -50,6 +50,7 @@ class generated_kernel {
   // ---- ahead of time (no GPU needed): kiln-cache, CPU tests ----
   /// The compile requests of every spec of specs(target), for `arch` (e.g. 90).
   std::vector<cache::CompileRequest> compile_requests(const aot_target& target, int arch) const {
+    cache::check_arch(arch);
     std::vector<cache::CompileRequest> out;
     for (const Spec& spec : self().specs(target)) out.push_back(compile_request(spec, arch));
     return out;
@@ -57,6 +58,7 @@ class generated_kernel {
   /// The CUDA C++ source for a spec.
   std::string source(const Spec& spec) const { return Kernel::emit(*def_, spec); }
   cache::CompileRequest compile_request(const Spec& spec, int arch) const {
+    cache::check_arch(arch);
     return detail::make_compile_request(*def_, Kernel::kKind, source(spec), arch);
   }
   /// Generates and compiles (through the disk cache) for `arch`. Throws CompileError (NVRTC

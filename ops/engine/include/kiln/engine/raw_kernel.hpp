@@ -56,6 +56,10 @@ struct raw_options {
   /// Launch with cuLaunchCooperativeKernel (grid-wide sync through cooperative_groups); the
   /// whole grid must be co-resident, which kiln checks before launching.
   bool cooperative = false;
+  /// Compile for the device's arch-specific target (sm_90a on a 9.0 device), for code that
+  /// uses features of exactly that architecture (wgmma, setmaxnreg, ...). Such a binary loads
+  /// only on that compute capability; ahead of time, compile_requests(90) gives sm_90a too.
+  bool arch_specific = false;
 };
 
 /// What the driver says about a loaded kernel (CuPy's RawKernel attributes).

@@ -4,7 +4,7 @@
 //
 //   auto x = kiln::asarray<float>({3, NAN, -1, 2, 2, 0}, kiln::Shape{2, 3});
 //   kiln::sort(x);             // [[-1, 3, nan], [0, 2, 2]]   (NaNs last, along the last axis)
-//   kiln::argsort(x, 0);       // int64 [[0, 1, 0], [1, 0, 1]] (stable: ties keep their order)
+//   kiln::argsort(x, 0);       // int64 [[1, 1, 0], [0, 0, 1]] (down each column; NaN last)
 //
 // dtypes: bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64. Complex arrays
 // raise TypeError (NumPy's lexicographic complex order is not implemented). Floats: every NaN
