@@ -121,7 +121,8 @@ struct Emit {
     w.line("  __shared__ __align__(16) unsigned char kiln_smem_raw[32 * sizeof(kiln_acc)];");
     w.line("  kiln_acc* const kiln_smem = reinterpret_cast<kiln_acc*>(kiln_smem_raw);");
     w.line(
-        "  auto kiln_block_reduce = [&](kiln_acc kiln_x) {{  // the block's result, in thread 0");
+        "  [[maybe_unused]] auto kiln_block_reduce = [&](kiln_acc kiln_x) {{  // thread 0: the "
+        "block's");
     w.line("    kiln_x = kiln_warp_reduce(kiln_x);");
     w.line("    const int kiln_lane = int(threadIdx.x & 31), kiln_wid = int(threadIdx.x >> 5);");
     w.line("    __syncthreads();");

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "kiln/cache/compile_cache.hpp"
+#include "kiln/engine/fused_reduction.hpp"
 #include "kiln/engine/row_kernel.hpp"
 #include "kiln/kiln.hpp"
 #include "rows/row_plan.hpp"

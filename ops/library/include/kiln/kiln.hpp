@@ -18,6 +18,7 @@
 #include "kiln/engine/raw_module.hpp"
 #include "kiln/engine/expression.hpp"
 #include "kiln/engine/fuse.hpp"
+#include "kiln/engine/fused_reduction.hpp"
 #include "kiln/engine/graph.hpp"
 #include "kiln/engine/math.hpp"
 #include "kiln/engine/reduction_kernel.hpp"
