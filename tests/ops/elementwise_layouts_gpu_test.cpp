@@ -315,7 +315,8 @@ TEST_CASE("in place on a permuted view, with a broadcast operand", "[ops][gpu]")
 
 TEST_CASE("broadcast and tiled loops past 2^31 elements index with 64 bits", "[ops][gpu]") {
   ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub_big");
-  // An outer difference of 65539 x 32771 int8 (2.1e9 elements): the strided loop.
+  // An outer difference of 65539 x 32771 int8 (2.1e9 elements): row tiles (an odd last axis
+  // holds no vectors).
   {
     const std::int64_t r = 65539, c = 32771;
     auto hx = random_host<std::int8_t>(std::size_t(r)),
