@@ -240,11 +240,14 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   CHECK(plan_of(add, {a.T(), b, c}).layout == Layout::tiled);
   const ndarray r = meta({1, 1000}), s = meta({1000, 1}), t = meta({1000, 1});
   CHECK(plan_of(add, {r.T(), s, t}).layout == Layout::contiguous);
-  // Broadcast row and column vectors read directly: no transposed operand, row tiles.
+  // Broadcast row and column vectors beside a full operand read directly: no transposed
+  // operand, no tile (a full input streams faster through the strided loop).
   const ndarray row = meta({1, 8192}), col = meta({8192, 1});
-  auto row_plan = plan_of(add, {row, y, z});
+  CHECK(plan_of(add, {row, y, z}).layout == Layout::strided);
+  CHECK(plan_of(add, {col, y, z}).layout == Layout::strided);
+  // Both broadcast (an outer sum): row tiles, nothing staged.
+  auto row_plan = plan_of(add, {row, col, z});
   CHECK((row_plan.layout == Layout::tiled && !row_plan.staged(0) && !row_plan.staged(1) && !row_plan.staged(2)));
-  CHECK(plan_of(add, {col, y, z}).layout == Layout::tiled);
   // A row vector beside a transposed operand: tiled, the vector read directly.
   auto mixed = plan_of(add, {row, x.T(), z});
   CHECK((mixed.layout == Layout::tiled && !mixed.staged(0) && mixed.staged(1)));
@@ -255,13 +258,12 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   const ndarray bx = meta({65536, 65536}, int8), by = meta({65536, 65536}, int8), bz = meta({65536, 65536}, int8);
   auto big = plan_of(add, {bx.T(), by, bz});
   CHECK((big.layout == Layout::tiled && big.index_bits == 64));
-  // Staged complex128 operands past 48 KiB of tiles fall back to row tiles, nothing staged.
+  // Staged complex128 operands past 48 KiB of tiles fall back to the strided path.
   ElementwiseKernel add4("T a, T b, T c", "T z", "z = a + b + c", "plan_add3");
   const ndarray ca = meta({64, 64}, complex128), cb = meta({64, 64}, complex128),
                 cc = meta({64, 64}, complex128), cz = meta({64, 64}, complex128);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc, cz}).layout == Layout::tiled);
-  auto unstaged = plan_of(add4, {ca.T(), cb.T(), cc.T(), cz});
-  CHECK((unstaged.layout == Layout::tiled && !unstaged.staged(0) && !unstaged.staged(1) && !unstaged.staged(2)));
+  CHECK(plan_of(add4, {ca.T(), cb.T(), cc.T(), cz}).layout == Layout::strided);
 }
 
 TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtypes", "[ops]") {
@@ -316,7 +318,7 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
   ElementwiseKernel add("T x, T y", "T z", "z = x + y", "plan_family_add");
   using codegen::Layout;
   using codegen::OperandKind;
-  SECTION("broadcasts take row tiles, 16-bit dtypes the strided loop with vectors along the last axis") {
+  SECTION("broadcasts into a larger output take row tiles, 16-bit dtypes vectors along the last axis") {
     // The outer sum x(8192, 1) + y(1, 8192): float32 in row tiles, nothing staged.
     const ndarray col = meta({8192, 1}), row = meta({1, 8192}), z = meta({8192, 8192});
     auto outer = plan_of(add, {col, row, z});
@@ -332,21 +334,26 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     // NCHW plus a per-channel (1, C, 1, 1): H and W merge; three planned axes.
     const ndarray x4 = meta({8, 64, 28, 28}), b = meta({1, 64, 1, 1}), z4 = meta({8, 64, 28, 28});
     auto nchw = plan_of(add, {x4, b, z4});
-    CHECK((nchw.layout == Layout::tiled && nchw.ndim == 3 && nchw.vector_width == 1));
+    CHECK((nchw.layout == Layout::strided && nchw.ndim == 3 && nchw.vector_width == 1));
+    // The per-channel vector into a larger output: row tiles.
+    const ndarray z5 = meta({8, 64, 32, 64});
+    auto per_channel = plan_of(add, {meta({64, 1, 64}), meta({1, 32, 1}), z5});
+    CHECK((per_channel.layout == Layout::tiled && per_channel.ndim == 4));
     const ndarray h4 = meta({8, 64, 28, 28}, bfloat16), hb = meta({1, 64, 1, 1}, bfloat16);
     CHECK(plan_of(add, {h4, hb, h4}).vector_width == 8);  // 784 = 98 x 8
-    // A last axis of 6 float16 holds no vector of 8 bytes or more: row tiles.
+    // A last axis of 6 float16 holds no vector of 8 bytes or more, and tiles of 8 columns would
+    // idle a quarter of their threads: one by one.
     const ndarray h = meta({512, 1}, float16), h6 = meta({512, 6}, float16), hr = meta({6}, float16);
-    CHECK(plan_of(add, {h, hr, h6}).layout == Layout::tiled);
+    CHECK((plan_of(add, {h, hr, h6}).layout == Layout::strided && plan_of(add, {h, hr, h6}).vector_width == 1));
     // Too short a last axis for a tile (3): the strided loop, one element per item.
     const ndarray h3 = meta({512, 3}, float16), hr3 = meta({3}, float16);
     auto short_rows = plan_of(add, {h, hr3, h3});
     CHECK((short_rows.layout == Layout::strided && short_rows.vector_width == 1 && short_rows.unroll == 4));
-    // A last axis of 17 float32 would idle half the lanes of a 32-column tile: strided.
-    const ndarray f17 = meta({4096, 17}), f1 = meta({4096, 1}), fr = meta({17});
-    CHECK(plan_of(add, {f1, fr, f17}).layout == Layout::strided);
-    const ndarray f28 = meta({4096, 28}), fr28 = meta({28});
-    CHECK(plan_of(add, {f1, fr28, f28}).layout == Layout::tiled);
+    // A last axis of 28 float32 would idle an eighth of a 32-column tile: strided; 30: tiled.
+    const ndarray f28 = meta({4096, 28}), f1 = meta({4096, 1}), fr = meta({28});
+    CHECK(plan_of(add, {f1, fr, f28}).layout == Layout::strided);
+    const ndarray f30 = meta({4096, 30}), fr30 = meta({30});
+    CHECK(plan_of(add, {f1, fr30, f30}).layout == Layout::tiled);
     // Size-1 axes anywhere drop out: (1, 300, 1, 8) + (64, 1, 1, 1) is a 2-D loop.
     const ndarray p = meta({1, 300, 1, 8}), q = meta({64, 1, 1, 1}), pz = meta({64, 300, 1, 8});
     auto ones = plan_of(add, {p, q, pz});
@@ -360,8 +367,8 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK((window.layout == Layout::strided && window.vector_width == 8));
     auto half_window = plan_of(add, {x(slice(0, 4096, 1), slice(4, 2052, 1)), y, z});  // 8 bytes
     CHECK((half_window.layout == Layout::strided && half_window.vector_width == 4));
-    auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});  // 2 bytes off: row tiles
-    CHECK((shifted.layout == Layout::tiled && shifted.vector_width == 1));
+    auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});  // 2 bytes off: one by one
+    CHECK((shifted.layout == Layout::strided && shifted.vector_width == 1 && shifted.unroll == 4));
     // Only gathers (no operand with a unit stride), collapsing to one axis: the strided loop.
     const ndarray g = meta({4096, 4096}, float16);
     auto gathers = plan_of(add, {x(all, slice(0, std::nullopt, 2)), x(all, slice(1, std::nullopt, 2)),
@@ -372,9 +379,10 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK((reversed.layout == Layout::strided && reversed.ndim == 1 && reversed.vector_width == 8));
     auto rows_reversed = plan_of(add, {x(slice(std::nullopt, std::nullopt, -1), slice(0, 2048, 1)), y, z});
     CHECK((rows_reversed.layout == Layout::strided && rows_reversed.vector_width == 8));
-    // float32 slices: row tiles; 1-D (a reversed vector) the strided loop.
+    // float32 slices (every operand full): the strided loop, one element per item.
     const ndarray f = meta({4096, 4096}), fy = meta({4096, 2048});
-    CHECK(plan_of(add, {f(all, slice(0, 2048, 1)), fy, fy}).layout == Layout::tiled);
+    auto f32_window = plan_of(add, {f(all, slice(0, 2048, 1)), fy, fy});
+    CHECK((f32_window.layout == Layout::strided && f32_window.vector_width == 1));
     const ndarray fv = meta({1 << 20});
     CHECK(plan_of(add, {fv(slice(std::nullopt, std::nullopt, -1)), fv, fv}).layout == Layout::strided);
   }

@@ -44,7 +44,7 @@ enum class Layout : std::uint8_t {
   // threads x K elements (launch_config.hpp: the shape is chosen per call), batch axes
   // unravelled per tile. Operands whose fastest axis is the rows (a transposed view:
   // `staged`) move through shared memory so every global access runs along lines. With
-  // nothing staged (row tiles: broadcasts and slices whose last axis takes no vectors) each
+  // nothing staged (row tiles: broadcasts whose inputs are all smaller than the output) each
   // thread finds its place once per tile instead of once per element.
   tiled,
 };

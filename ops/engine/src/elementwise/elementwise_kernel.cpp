@@ -34,8 +34,8 @@ std::size_t widest_array_item(const codegen::ElementwiseSpec& spec) {
   return widest;
 }
 
-// The transposed-operand patterns worth preparing: none (row tiles: broadcasts and slices
-// whose strided loop would take one element per item), each array input alone (x.T + y,
+// The transposed-operand patterns worth preparing: none (row tiles: broadcasts into a larger
+// output), each array input alone (x.T + y,
 // y + x.T), and every array input (x.T + y.T) when there are several; within the shared
 // memory limit.
 std::vector<std::uint64_t> tiled_patterns(const codegen::ElementwiseSpec& probe, int nin) {

@@ -86,26 +86,33 @@ bool plan_transposed(const KernelCall& c, const Operands& ops, ElementwisePlan& 
   return false;
 }
 
-// KILN_EW_ROW_TILES (a measuring switch): 0 never row tiles, 2 also where lanes would idle,
-// 3 also where vectors would go.
-int row_tiles_mode() {
-  static const int mode = [] {
-    const char* v = std::getenv("KILN_EW_ROW_TILES");
-    return v && *v ? std::atoi(v) : 1;
-  }();
-  return mode;
-}
-
-// Row tiles for a loop the strided path would walk with `vector_width`: when it moves one
-// element per item, and the tile's columns keep at least 3/4 of their lanes busy (a last
-// axis of 17 in tiles of 32 columns would idle half of them).
-bool plan_row_tiles(const KernelCall& c, ElementwisePlan& plan) {
-  const int mode = row_tiles_mode(), nd = plan.shape.size();
-  if (mode == 0 || nd < 2 || (plan.spec.vector_width != 1 && mode < 3)) return false;
+// Row tiles (tiles of the last two axes, nothing staged): each thread finds its place once
+// per tile and steps each operand by a constant, where the strided loop unravels every
+// element. Measured on an H200 (bench/README.md, layout sweep), they win (+0.02 to +0.24 of
+// the copy rate) only where (1) the strided loop would move one element per item, (2) every
+// array input is broadcast along some axis, so the output is most of the bytes (a full input
+// streamed in tiles of 32 columns ran slower: (1316, 50995) - (1316, 1) 0.68 against 0.92),
+// and (3) the tiles cover the loop with at most a tenth of their threads idle (0.61-0.77 of
+// them busy ran 0.03-0.09 slower).
+bool plan_row_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
+  const int nd = plan.shape.size();
+  if (nd < 2 || plan.spec.vector_width != 1) return false;
+  int inputs = 0;
+  for (int j = 0; j < plan.noperands; ++j) {
+    const int k = ops[std::size_t(j)];
+    if (plan.spec.kind(k) != OperandKind::array || c.def.params[std::size_t(k)].is_output) continue;
+    const Shape& st = plan.strides[std::size_t(j)];
+    bool broadcast = false;  // along an axis longer than 1 (reduce_dims off keeps size-1 axes)
+    for (int d = 0; d < nd && !broadcast; ++d) broadcast = st[d] == 0 && plan.shape[d] > 1;
+    if (!broadcast) return false;
+    ++inputs;
+  }
+  if (inputs == 0) return false;
   const std::int64_t rows = plan.shape[nd - 2], cols = plan.shape[nd - 1];
-  const std::int64_t tc = codegen::tile_shape(plan.spec, rows, cols).cols;
-  const std::int64_t padded = (cols + tc - 1) / tc * tc;
-  if (mode == 1 && 4 * cols < 3 * padded) return false;
+  const auto tile = codegen::tile_shape(plan.spec, rows, cols);
+  const std::int64_t padded = (rows + tile.rows - 1) / tile.rows * tile.rows *
+                              ((cols + tile.cols - 1) / tile.cols * tile.cols);
+  if (10 * rows * cols < 9 * padded) return false;
   return plan_tiles(c, plan, nd - 2);
 }
 
@@ -208,11 +215,8 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
     spec.layout = Layout::strided;
     spec.ndim = std::uint8_t(plan.shape.size());
     spec.vector_width = std::uint8_t(strided_vector_width(c, ops, plan));
-    // Row tiles: where the strided loop would move one element per item (4- and 8-byte dtypes;
-    // narrower ones whose last axis holds no vectors), tiles of the last two axes with nothing
-    // staged put each thread's elements one pointer and a constant step apart, its position
-    // computed once per tile rather than once per element; every access still runs along lines.
-    plan_row_tiles(c, plan);
+    // Output-dominant broadcasts: row tiles where they were measured faster.
+    plan_row_tiles(c, ops, plan);
   }
   spec.unroll = codegen::default_unroll(spec.layout, spec.vector_width);
 }
