@@ -14,7 +14,7 @@
 // PyTorch. `fraction` is bytes / ms over the copy rate, bytes counting every element read and
 // written once (a reduction reads its input; a composite reads its input and writes its output).
 //
-//   layout_sweep [--quick] [--seed N] [--family NAME]   (needs a GPU)
+//   layout_sweep [--quick] [--seed N] [--family NAME[,NAME...]]   (needs a GPU)
 //   layout_sweep --compile-check [ARCH]                 NVRTC-compiles the sweep's own kernels
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -981,7 +981,7 @@ int main(int argc, char** argv) {
       list = true;
     else {
       std::fprintf(stderr,
-                   "usage: layout_sweep [--quick] [--seed N] [--family NAME] [--list] | "
+                   "usage: layout_sweep [--quick] [--seed N] [--family NAME[,NAME...]] [--list] | "
                    "--compile-check [ARCH]\n");
       return 2;
     }
@@ -997,7 +997,9 @@ int main(int argc, char** argv) {
   mixed_cases(cases, r, per_family / 2 + 2, total);
   reduction_cases(cases, r, per_family, total);
   composite_cases(cases, r, per_family / 2, total);
-  if (!only.empty()) std::erase_if(cases, [&](const Case& c) { return c.family != only; });
+  // --family takes one name or several, comma-separated.
+  if (!only.empty())
+    std::erase_if(cases, [&](const Case& c) { return ("," + only + ",").find("," + c.family + ",") == std::string::npos; });
   if (list) return list_cases(cases);
   try {
     if (device_count() == 0) throw NoDeviceError("no GPU");

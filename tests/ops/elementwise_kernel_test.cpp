@@ -123,7 +123,9 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 1, .staged = 1}),
                     Catch::Contains("ndim 1 is not possible here: tiled kernels take 2 or more"));
   CHECK(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .staged = 1}).ndim == 3);
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2}), Catch::Contains("layout staged is 0"));
+  // Nothing staged: row tiles (a broadcast or slice walked in tiles, every operand direct).
+  const auto rows = k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2});
+  CHECK((rows.layout == Layout::tiled && !rows.staged(0) && !rows.staged(1) && !rows.staged(2)));
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .staged = 2}),
                     Catch::Contains("staged names raw parameter 'r'"));
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .staged = 8}),
@@ -146,9 +148,9 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
   const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
   // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), and tiled
-  // ndim 2..3 with x, y or both transposed, each with 32- and 64-bit indices.
-  CHECK(specs.size() == 2 * (3 + 3 + 2 * 3));
-  int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0;
+  // ndim 2..3 with nothing (row tiles), x, y or both transposed, each with 32- and 64-bit indices.
+  CHECK(specs.size() == 2 * (3 + 3 + 2 * 4));
+  int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0, rows2 = 0;
   for (const auto& s : specs) {
     contiguous4 += s.layout == codegen::Layout::contiguous && s.vector_width == 4;
     strided3_64 += s.layout == codegen::Layout::strided && s.ndim == 3 && s.index_bits == 64;
@@ -156,6 +158,7 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
     const bool tiled = s.layout == codegen::Layout::tiled && s.ndim == 2 && !s.staged(2);
     tiled_x += tiled && s.staged(0) && !s.staged(1);
     tiled_both += tiled && s.staged(0) && s.staged(1);
+    rows2 += tiled && !s.staged(0) && !s.staged(1);
     tiled3 += s.layout == codegen::Layout::tiled && s.ndim == 3;
   }
   CHECK(contiguous4 == 2);
@@ -163,7 +166,8 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   CHECK(strided2_w1 == 2);
   CHECK(tiled_x == 2);
   CHECK(tiled_both == 2);
-  CHECK(tiled3 == 2 * 3);
+  CHECK(tiled3 == 2 * 4);
+  CHECK(rows2 == 2);
   // Strided widths are the planner's: float16 by 1, 4 and 8 (8 and 16 bytes), int8 by 1, 8, 16.
   const ElementwiseKernel g("T x, T y", "T z", "z = x + y", "aot_generic");
   auto strided_widths = [&](dtype t) {
@@ -236,10 +240,14 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   CHECK(plan_of(add, {a.T(), b, c}).layout == Layout::tiled);
   const ndarray r = meta({1, 1000}), s = meta({1000, 1}), t = meta({1000, 1});
   CHECK(plan_of(add, {r.T(), s, t}).layout == Layout::contiguous);
-  // Broadcast row and column vectors read directly: no transposed operand, no tile.
+  // Broadcast row and column vectors beside a full operand read directly: no transposed
+  // operand, no tile (a full input streams faster through the strided loop).
   const ndarray row = meta({1, 8192}), col = meta({8192, 1});
   CHECK(plan_of(add, {row, y, z}).layout == Layout::strided);
   CHECK(plan_of(add, {col, y, z}).layout == Layout::strided);
+  // Both broadcast (an outer sum): row tiles, nothing staged.
+  auto row_plan = plan_of(add, {row, col, z});
+  CHECK((row_plan.layout == Layout::tiled && !row_plan.staged(0) && !row_plan.staged(1) && !row_plan.staged(2)));
   // A row vector beside a transposed operand: tiled, the vector read directly.
   auto mixed = plan_of(add, {row, x.T(), z});
   CHECK((mixed.layout == Layout::tiled && !mixed.staged(0) && mixed.staged(1)));
@@ -310,14 +318,14 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
   ElementwiseKernel add("T x, T y", "T z", "z = x + y", "plan_family_add");
   using codegen::Layout;
   using codegen::OperandKind;
-  SECTION("broadcasts take the strided loop, 16-bit dtypes with vectors along the last axis") {
-    // The outer sum x(8192, 1) + y(1, 8192): float32 one element per item, four per thread.
+  SECTION("broadcasts into a larger output take row tiles, 16-bit dtypes vectors along the last axis") {
+    // The outer sum x(8192, 1) + y(1, 8192): float32 in row tiles, nothing staged.
     const ndarray col = meta({8192, 1}), row = meta({1, 8192}), z = meta({8192, 8192});
     auto outer = plan_of(add, {col, row, z});
-    CHECK(outer.layout == Layout::strided);
+    CHECK(outer.layout == Layout::tiled);
     CHECK(outer.ndim == 2);
     CHECK(outer.vector_width == 1);
-    CHECK(outer.unroll == 4);
+    CHECK((!outer.staged(0) && !outer.staged(1) && !outer.staged(2)));
     CHECK((outer.kind(0) == OperandKind::array && outer.kind(1) == OperandKind::array));
     // float16: y and z by 16 bytes, x once per vector.
     const ndarray hcol = meta({8192, 1}, float16), hrow = meta({1, 8192}, float16), hz = meta({8192, 8192}, float16);
@@ -327,15 +335,29 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     const ndarray x4 = meta({8, 64, 28, 28}), b = meta({1, 64, 1, 1}), z4 = meta({8, 64, 28, 28});
     auto nchw = plan_of(add, {x4, b, z4});
     CHECK((nchw.layout == Layout::strided && nchw.ndim == 3 && nchw.vector_width == 1));
+    // The per-channel vector into a larger output: row tiles.
+    const ndarray z5 = meta({8, 64, 32, 64});
+    auto per_channel = plan_of(add, {meta({64, 1, 64}), meta({1, 32, 1}), z5});
+    CHECK((per_channel.layout == Layout::tiled && per_channel.ndim == 4));
     const ndarray h4 = meta({8, 64, 28, 28}, bfloat16), hb = meta({1, 64, 1, 1}, bfloat16);
     CHECK(plan_of(add, {h4, hb, h4}).vector_width == 8);  // 784 = 98 x 8
-    // A last axis of 6 float16 holds no vector of 8 bytes or more: one by one.
+    // A last axis of 6 float16 holds no vector of 8 bytes or more, and tiles of 8 columns would
+    // idle a quarter of their threads: one by one.
     const ndarray h = meta({512, 1}, float16), h6 = meta({512, 6}, float16), hr = meta({6}, float16);
-    CHECK(plan_of(add, {h, hr, h6}).vector_width == 1);
+    CHECK((plan_of(add, {h, hr, h6}).layout == Layout::strided && plan_of(add, {h, hr, h6}).vector_width == 1));
+    // Too short a last axis for a tile (3): the strided loop, one element per item.
+    const ndarray h3 = meta({512, 3}, float16), hr3 = meta({3}, float16);
+    auto short_rows = plan_of(add, {h, hr3, h3});
+    CHECK((short_rows.layout == Layout::strided && short_rows.vector_width == 1 && short_rows.unroll == 4));
+    // A last axis of 28 float32 would idle an eighth of a 32-column tile: strided; 30: tiled.
+    const ndarray f28 = meta({4096, 28}), f1 = meta({4096, 1}), fr = meta({28});
+    CHECK(plan_of(add, {f1, fr, f28}).layout == Layout::strided);
+    const ndarray f30 = meta({4096, 30}), fr30 = meta({30});
+    CHECK(plan_of(add, {f1, fr30, f30}).layout == Layout::tiled);
     // Size-1 axes anywhere drop out: (1, 300, 1, 8) + (64, 1, 1, 1) is a 2-D loop.
     const ndarray p = meta({1, 300, 1, 8}), q = meta({64, 1, 1, 1}), pz = meta({64, 300, 1, 8});
     auto ones = plan_of(add, {p, q, pz});
-    CHECK((ones.layout == Layout::strided && ones.ndim == 2));
+    CHECK((ones.layout == Layout::tiled && ones.ndim == 2));
   }
   SECTION("slices keep vectors where aligned, and negative steps read vectors reversed") {
     const ndarray x = meta({4096, 4096}, float16), y = meta({4096, 2048}, float16), z = meta({4096, 2048}, float16);
@@ -347,19 +369,22 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK((half_window.layout == Layout::strided && half_window.vector_width == 4));
     auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});  // 2 bytes off: one by one
     CHECK((shifted.layout == Layout::strided && shifted.vector_width == 1 && shifted.unroll == 4));
-    // Only gathers (no operand with a unit stride): one element per item.
+    // Only gathers (no operand with a unit stride), collapsing to one axis: the strided loop.
     const ndarray g = meta({4096, 4096}, float16);
     auto gathers = plan_of(add, {x(all, slice(0, std::nullopt, 2)), x(all, slice(1, std::nullopt, 2)),
                                  g(all, slice(0, 4096, 2))});
-    CHECK((gathers.layout == Layout::strided && gathers.vector_width == 1 && gathers.unroll == 4));
+    CHECK((gathers.layout == Layout::strided && gathers.ndim == 1 && gathers.vector_width == 1 && gathers.unroll == 4));
     const ndarray v = meta({1 << 20}, float16), w = meta({1 << 20}, float16);
     auto reversed = plan_of(add, {v(slice(std::nullopt, std::nullopt, -1)), w, w});
     CHECK((reversed.layout == Layout::strided && reversed.ndim == 1 && reversed.vector_width == 8));
     auto rows_reversed = plan_of(add, {x(slice(std::nullopt, std::nullopt, -1), slice(0, 2048, 1)), y, z});
     CHECK((rows_reversed.layout == Layout::strided && rows_reversed.vector_width == 8));
-    // float32 slices: one element per item.
+    // float32 slices (every operand full): the strided loop, one element per item.
     const ndarray f = meta({4096, 4096}), fy = meta({4096, 2048});
-    CHECK(plan_of(add, {f(all, slice(0, 2048, 1)), fy, fy}).vector_width == 1);
+    auto f32_window = plan_of(add, {f(all, slice(0, 2048, 1)), fy, fy});
+    CHECK((f32_window.layout == Layout::strided && f32_window.vector_width == 1));
+    const ndarray fv = meta({1 << 20});
+    CHECK(plan_of(add, {fv(slice(std::nullopt, std::nullopt, -1)), fv, fv}).layout == Layout::strided);
   }
   SECTION("N-D permutations tile (rows axis, last axis) over the batch axes") {
     const ndarray x = meta({16, 256, 512}), y = meta({16, 512, 256}), z = meta({16, 512, 256});

@@ -193,6 +193,16 @@ void check_families() {
     const auto s = Base<T>::random({});
     check_sub<T>("0-d operand", full, full.dev, s, s.dev, {333, 260}, whole);
     check_sub<T>("0-d loop", s, s.dev, s, s.dev, {}, whole);
+    // Every input smaller than the output, tiles nine-tenths full or more: row tiles (whole
+    // tiles; edge tiles in both axes; a batch axis; a sliced output).
+    const auto c128 = Base<T>::random({128, 1}), r192 = Base<T>::random({1, 192});
+    check_sub<T>("outer in whole row tiles", c128, c128.dev, r192, r192.dev, {128, 192}, whole);
+    const auto c250 = Base<T>::random({250, 1}), r600 = Base<T>::random({1, 600});
+    check_sub<T>("outer in edge row tiles", c250, c250.dev, r600, r600.dev, {250, 600}, whole);
+    const auto b3 = Base<T>::random({3, 1, 256}), b64 = Base<T>::random({64, 1});
+    check_sub<T>("batched row tiles", b3, b3.dev, b64, b64.dev, {3, 64, 256}, whole);
+    check_sub<T>("row tiles into a reversed output", c250, c250.dev, r600, r600.dev, {250, 600},
+                 [](const ndarray& o) { return o(slice(std::nullopt, std::nullopt, -1), all); });
   }
   SECTION("permutations") {
     const Shape base{7, 40, 33};
@@ -315,7 +325,8 @@ TEST_CASE("in place on a permuted view, with a broadcast operand", "[ops][gpu]")
 
 TEST_CASE("broadcast and tiled loops past 2^31 elements index with 64 bits", "[ops][gpu]") {
   ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub_big");
-  // An outer difference of 65539 x 32771 int8 (2.1e9 elements): the strided loop.
+  // An outer difference of 65539 x 32771 int8 (2.1e9 elements): row tiles (an odd last axis
+  // holds no vectors).
   {
     const std::int64_t r = 65539, c = 32771;
     auto hx = random_host<std::int8_t>(std::size_t(r)),

@@ -43,7 +43,9 @@ enum class Layout : std::uint8_t {
   // `ndim` >= 2 planned dims (batch..., rows, cols) walked in tiles of (rows, cols) of 256
   // threads x K elements (launch_config.hpp: the shape is chosen per call), batch axes
   // unravelled per tile. Operands whose fastest axis is the rows (a transposed view:
-  // `staged`) move through shared memory so every global access runs along lines.
+  // `staged`) move through shared memory so every global access runs along lines. With
+  // nothing staged (row tiles: broadcasts whose inputs are all smaller than the output) each
+  // thread finds its place once per tile instead of once per element.
   tiled,
 };
 

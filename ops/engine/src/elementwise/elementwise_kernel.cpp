@@ -34,11 +34,12 @@ std::size_t widest_array_item(const codegen::ElementwiseSpec& spec) {
   return widest;
 }
 
-// The transposed-operand patterns worth preparing: each array input alone (x.T + y,
+// The transposed-operand patterns worth preparing: none (row tiles: broadcasts into a larger
+// output), each array input alone (x.T + y,
 // y + x.T), and every array input (x.T + y.T) when there are several; within the shared
 // memory limit.
 std::vector<std::uint64_t> tiled_patterns(const codegen::ElementwiseSpec& probe, int nin) {
-  std::vector<std::uint64_t> out;
+  std::vector<std::uint64_t> out{0};
   std::uint64_t all = 0;
   auto fits = [&](std::uint64_t mask) {
     auto spec = probe;
@@ -110,9 +111,6 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     if (n < 64 && (layout.staged >> n) != 0)
       throw ValueError(fmt::format("kernel '{}': layout staged names a parameter past the last ({})",
                                    def.name, n - 1));
-    if (layout.staged == 0)
-      throw ValueError(fmt::format("kernel '{}': a tiled layout stages at least one array parameter "
-                                   "(layout staged is 0)", def.name));
     for (std::size_t k = 0; k < n; ++k)
       if ((layout.staged >> k) & 1) {
         if (def.params[k].raw)

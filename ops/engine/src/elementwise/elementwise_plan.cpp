@@ -16,7 +16,6 @@ namespace {
 
 using Operands = std::array<int, kMaxParams>;  // loop operand j -> its parameter
 
-
 // The axis a tiled loop pairs with the last one: the fastest axis (smallest nonzero |stride|)
 // of the first operand that runs faster along some axis than along the last (a transposed or
 // permuted view); -1 when none does. Broadcast axes (stride 0) never count: a column vector
@@ -47,26 +46,16 @@ void move_axis(ElementwisePlan& plan, int from, int to) {
   for (int j = 0; j < plan.noperands; ++j) move(plan.strides[std::size_t(j)]);
 }
 
-// Tiles the loop when an operand is transposed against the last axis: operands that run
-// faster along the paired axis than along the last are staged. False (nothing changed) when
-// no operand is, an axis is too short for a tile, the block size is not the tile's, or the
+// Tiles the loop over (axis r, the last axis), r moved next to the last. False (nothing
+// changed) when an axis is too short for a tile, the block size is not the tile's, or the
 // staged tiles would not fit in shared memory.
-bool plan_tiled(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
+bool plan_tiles(const KernelCall& c, ElementwisePlan& plan, int r) {
   auto& spec = plan.spec;
   const int nd = plan.shape.size();
   if (nd < 2 || (c.options.block_size != 0 && c.options.block_size != 256)) return false;
-  const int r = transposed_axis(plan, ops);
-  if (r < 0 || plan.shape[r] < codegen::kMinTileSide || plan.shape[nd - 1] < codegen::kMinTileSide) return false;
-  for (int j = 0; j < plan.noperands; ++j) {
-    const int k = ops[std::size_t(j)];
-    if (spec.kind(k) != OperandKind::array) continue;
-    const Shape& st = plan.strides[std::size_t(j)];
-    spec.params[std::size_t(k)].staged = std::uint8_t(st[r] != 0 && std::abs(st[r]) < std::abs(st[nd - 1]));
-  }
-  if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes) {
-    for (int k = 0; k < c.nparams; ++k) spec.params[std::size_t(k)].staged = 0;
+  if (plan.shape[r] < codegen::kMinTileSide || plan.shape[nd - 1] < codegen::kMinTileSide)
     return false;
-  }
+  if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes) return false;
   if (r != nd - 2) move_axis(plan, r, nd - 2);
   spec.layout = Layout::tiled;
   spec.ndim = std::uint8_t(nd);
@@ -75,6 +64,56 @@ bool plan_tiled(const KernelCall& c, const Operands& ops, ElementwisePlan& plan)
   plan.tile = codegen::tile_shape(spec, rows, cols);
   plan.tiles = plan.tile.tiles(c.size / (rows * cols), rows, cols);
   return true;
+}
+
+// Tiles the loop when an operand is transposed against the last axis: operands that run
+// faster along the paired axis than along the last are staged.
+bool plan_transposed(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
+  auto& spec = plan.spec;
+  const int nd = plan.shape.size();
+  if (nd < 2) return false;
+  const int r = transposed_axis(plan, ops);
+  if (r < 0) return false;
+  for (int j = 0; j < plan.noperands; ++j) {
+    const int k = ops[std::size_t(j)];
+    if (spec.kind(k) != OperandKind::array) continue;
+    const Shape& st = plan.strides[std::size_t(j)];
+    spec.params[std::size_t(k)].staged =
+        std::uint8_t(st[r] != 0 && std::abs(st[r]) < std::abs(st[nd - 1]));
+  }
+  if (plan_tiles(c, plan, r)) return true;
+  for (int k = 0; k < c.nparams; ++k) spec.params[std::size_t(k)].staged = 0;
+  return false;
+}
+
+// Row tiles (tiles of the last two axes, nothing staged): each thread finds its place once
+// per tile and steps each operand by a constant, where the strided loop unravels every
+// element. Measured on an H200 (bench/README.md, layout sweep), they win (+0.02 to +0.24 of
+// the copy rate) only where (1) the strided loop would move one element per item, (2) every
+// array input is broadcast along some axis, so the output is most of the bytes (a full input
+// streamed in tiles of 32 columns ran slower: (1316, 50995) - (1316, 1) 0.68 against 0.92),
+// and (3) the tiles cover the loop with at most a tenth of their threads idle (0.61-0.77 of
+// them busy ran 0.03-0.09 slower).
+bool plan_row_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
+  const int nd = plan.shape.size();
+  if (nd < 2 || plan.spec.vector_width != 1) return false;
+  int inputs = 0;
+  for (int j = 0; j < plan.noperands; ++j) {
+    const int k = ops[std::size_t(j)];
+    if (plan.spec.kind(k) != OperandKind::array || c.def.params[std::size_t(k)].is_output) continue;
+    const Shape& st = plan.strides[std::size_t(j)];
+    bool broadcast = false;  // along an axis longer than 1 (reduce_dims off keeps size-1 axes)
+    for (int d = 0; d < nd && !broadcast; ++d) broadcast = st[d] == 0 && plan.shape[d] > 1;
+    if (!broadcast) return false;
+    ++inputs;
+  }
+  if (inputs == 0) return false;
+  const std::int64_t rows = plan.shape[nd - 2], cols = plan.shape[nd - 1];
+  const auto tile = codegen::tile_shape(plan.spec, rows, cols);
+  const std::int64_t padded = (rows + tile.rows - 1) / tile.rows * tile.rows *
+                              ((cols + tile.cols - 1) / tile.cols * tile.cols);
+  if (10 * rows * cols < 9 * padded) return false;
+  return plan_tiles(c, plan, nd - 2);
 }
 
 // Elements per vector of a strided loop, along its last axis (which must hold whole vectors,
@@ -103,7 +142,8 @@ int strided_vector_width(const KernelCall& c, const Operands& ops, const Element
       any = true;
       const std::int64_t bytes = w * isz;
       // A reversed operand's vector starts at its last element.
-      const auto first = reinterpret_cast<std::uintptr_t>(a.data()) - std::uintptr_t(st[last] < 0 ? (w - 1) * isz : 0);
+      const auto first = reinterpret_cast<std::uintptr_t>(a.data()) -
+                         std::uintptr_t(st[last] < 0 ? (w - 1) * isz : 0);
       aligned = first % std::uintptr_t(bytes) == 0;
       for (int d = 0; d < last && aligned; ++d) aligned = st[d] % bytes == 0;
     }
@@ -115,8 +155,8 @@ int strided_vector_width(const KernelCall& c, const Operands& ops, const Element
 
 }  // namespace
 
-void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition& def, bool reduce_dims,
-                      ElementwisePlan& plan) {
+void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition& def,
+                      bool reduce_dims, ElementwisePlan& plan) {
   Operands ops;
   int nops = 0, first_output = -1;
   for (int k = 0; k < c.nparams; ++k)
@@ -128,7 +168,8 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
     }
   plan.noperands = nops;
   plan.shape = c.shape;
-  if (reduce_dims) codegen::collapse_dims(plan.shape, plan.strides.span(), def.uses_index ? -1 : first_output);
+  if (reduce_dims)
+    codegen::collapse_dims(plan.shape, plan.strides.span(), def.uses_index ? -1 : first_output);
 
   auto& spec = plan.spec;
   spec.nparams = std::uint8_t(c.nparams);
@@ -153,24 +194,29 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
   for (int k = 0; k < c.nparams; ++k)
     if (set_scalar_or_raw(c, k, spec) && c.arrays[k]) {
       const ndarray& a = *c.arrays[k];
-      raw_span = std::max(raw_span, codegen::byte_span(a.shape(), a.strides(), std::int64_t(a.itemsize())));
+      raw_span = std::max(raw_span,
+                          codegen::byte_span(a.shape(), a.strides(), std::int64_t(a.itemsize())));
     }
   if (contiguous) {
     // Contiguous operands are indexed by element: only the loop size (and raw arrays, which
     // compute byte offsets) limit the index width.
     spec.layout = Layout::contiguous;
     spec.ndim = 1;
-    spec.vector_width = std::uint8_t(codegen::choose_vector_width(std::span(vec.data(), std::size_t(nvec))));
+    spec.vector_width =
+        std::uint8_t(codegen::choose_vector_width(std::span(vec.data(), std::size_t(nvec))));
     spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, raw_span));
     return;
   }
-  spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, std::max(array_span, raw_span)));
+  spec.index_bits =
+      std::uint8_t(codegen::choose_index_bits(c.size, std::max(array_span, raw_span)));
   // C order over the planned loop: the user's i when the axes kept their order (uses_index).
   plan.index_strides = c_strides(plan.shape, 1);
-  if (!plan_tiled(c, ops, plan)) {
+  if (!plan_transposed(c, ops, plan)) {
     spec.layout = Layout::strided;
     spec.ndim = std::uint8_t(plan.shape.size());
     spec.vector_width = std::uint8_t(strided_vector_width(c, ops, plan));
+    // Output-dominant broadcasts: row tiles where they were measured faster.
+    plan_row_tiles(c, ops, plan);
   }
   spec.unroll = codegen::default_unroll(spec.layout, spec.vector_width);
 }
@@ -179,8 +225,12 @@ void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelAr
   const auto& spec = plan.spec;
   for (int k = 0; k < c.nparams; ++k) {
     switch (spec.kind(k)) {
-      case OperandKind::scalar: args.put_value(c.types[k], c.values[std::size_t(k)].data()); break;
-      case OperandKind::uniform: args.put_pointer(c.arrays[k]->data()); break;
+      case OperandKind::scalar:
+        args.put_value(c.types[k], c.values[std::size_t(k)].data());
+        break;
+      case OperandKind::uniform:
+        args.put_pointer(c.arrays[k]->data());
+        break;
       case OperandKind::raw_array: {
         const ndarray& a = *c.arrays[k];
         args.put_raw_array(a.data(), a.size(), a.shape().data(), a.strides().data(), a.ndim());
@@ -188,8 +238,11 @@ void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelAr
       }
       case OperandKind::array:
       default:
-        if (spec.layout == Layout::contiguous) args.put_pointer(c.arrays[k]->data());
-        else args.put_strided(c.arrays[k]->data(), plan.strides[std::size_t(plan.slot[std::size_t(k)])].data(), spec.ndim);
+        if (spec.layout == Layout::contiguous)
+          args.put_pointer(c.arrays[k]->data());
+        else
+          args.put_strided(c.arrays[k]->data(),
+                           plan.strides[std::size_t(plan.slot[std::size_t(k)])].data(), spec.ndim);
     }
   }
   args.put_index(c.size);
@@ -205,7 +258,8 @@ void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelAr
   }
   divisors[nd - 2] = (divisors[nd - 2] + plan.tile.rows - 1) / plan.tile.rows;
   divisors[nd - 1] = (divisors[nd - 1] + plan.tile.cols - 1) / plan.tile.cols;
-  args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), divisors.data(), nd, plan.tile.log2_cols);
+  args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), divisors.data(), nd,
+                     plan.tile.log2_cols);
 }
 
 }  // namespace kiln::detail

@@ -40,7 +40,8 @@ struct elementwise_layout {
       1;             // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array dtype
   int raw_ndim = 1;  // ndim of every raw array parameter, 0..32
   /// tiled: bit k set = parameter k (an array) runs fastest along the rows (a transposed
-  /// view) and moves through shared memory; at least one.
+  /// view) and moves through shared memory; none: row tiles (broadcasts whose inputs are
+  /// all smaller than the output, walked in tiles, every operand read and written directly).
   std::uint64_t staged = 0;
 };
 
