@@ -19,22 +19,13 @@ import time
 
 import cupy as cp
 
+import sweep_compare  # one timing helper for both scripts
+
 GiB = 1 << 30
 
 
 def device_ms(fn, warmup=3, repeats=20):
-    for _ in range(warmup):
-        fn()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(repeats):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    times.sort()
-    return times[len(times) // 2]
+    return sweep_compare.cupy_ms(fn, warmup, repeats)
 
 
 def host_us(fn, calls=2000, rounds=7):
@@ -351,20 +342,7 @@ def issue16_cases():
         torch = None
 
     def torch_ms(fn, warmup=3, repeats=20):
-        if torch is None:
-            return None
-        for _ in range(warmup):
-            fn()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(repeats):
-            start.record()
-            fn()
-            stop.record()
-            stop.synchronize()
-            times.append(start.elapsed_time(stop))
-        times.sort()
-        return times[len(times) // 2]
+        return None if torch is None else sweep_compare.torch_ms(fn, warmup, repeats)
 
     def as_torch(a):
         return torch.as_tensor(a, device="cuda") if torch is not None else None

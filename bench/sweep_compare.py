@@ -29,37 +29,31 @@ GiB = 1 << 30
 
 # ---------------------------------------------------------------- timing
 
-def cupy_ms(fn, warmup=3, repeats=15):
-    import cupy as cp
+def event_median_ms(fn, new_event, elapsed_ms, warmup, repeats):
+    """Median device time of fn between two events of one library (CuPy's or PyTorch's)."""
     for _ in range(warmup):
         fn()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start, stop = new_event(), new_event()
     times = []
     for _ in range(repeats):
         start.record()
         fn()
         stop.record()
         stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
+        times.append(elapsed_ms(start, stop))
     return sorted(times)[len(times) // 2]
+
+
+def cupy_ms(fn, warmup=3, repeats=15):
+    import cupy as cp
+    return event_median_ms(fn, cp.cuda.Event, cp.cuda.get_elapsed_time, warmup, repeats)
 
 
 def torch_ms(fn, warmup=3, repeats=15):
     import torch
-    for _ in range(warmup):
-        fn()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(repeats):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
+    return event_median_ms(fn, lambda: torch.cuda.Event(enable_timing=True),
+                           lambda a, b: a.elapsed_time(b), warmup, repeats)
 
-
-# ---------------------------------------------------------------- views
 
 def py_slices(view):
     return tuple(slice(s[0], s[1], s[2]) for s in view["slices"])

@@ -7,6 +7,7 @@
 #include "kiln/codegen/device_header.hpp"
 #include "kiln/codegen/launch_config.hpp"
 #include "kiln_codegen_device_sources.hpp"
+#include "lane_group_rows.hpp"
 #include "source_writer.hpp"
 
 namespace kiln::codegen {
@@ -302,15 +303,7 @@ struct Emit {
   void inner() {
     const char* ind = "    ";
     if (s.strategy == ReductionStrategy::inner_warp) {
-      // blockDim.x lanes per row (a power of two up to 32), blockDim.y rows per block. Every
-      // lane takes part in every shuffle: the row loop is uniform across the block.
-      w.line("  const kiln_uidx kiln_t = threadIdx.x, kiln_lanes = blockDim.x;");
-      w.line(
-          "  for (kiln_uidx kiln_base = kiln_uidx(blockIdx.x) * blockDim.y; kiln_base < "
-          "kiln_uidx(kiln_m);");
-      w.line("       kiln_base += kiln_uidx(gridDim.x) * blockDim.y) {{");
-      w.line("    const kiln_uidx kiln_row = kiln_base + threadIdx.y;");
-      w.line("    const bool kiln_live = kiln_row < kiln_uidx(kiln_m);");
+      open_lane_group_rows(w);
       out_offsets(ind, "kiln_live ? kiln_row : 0");
       w.line("    kiln_acc kiln_a = kiln_init();");
       w.line("    if (kiln_live) {{");

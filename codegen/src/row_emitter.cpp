@@ -7,6 +7,7 @@
 
 #include "kiln/codegen/device_header.hpp"
 #include "kiln_codegen_device_sources.hpp"
+#include "lane_group_rows.hpp"
 #include "source_writer.hpp"
 
 namespace kiln::codegen {
@@ -218,17 +219,11 @@ struct Emit {
   }
 
   void body() {
-    w.line("  const kiln_uidx kiln_t = threadIdx.x, kiln_lanes = blockDim.x;");
     if (!s.group)
       for (std::size_t r = 0; r < def.reductions.size(); ++r)
         w.line("  __shared__ kiln_r{}::acc kiln_sm{}[33];", r,
                r);  // a slot per warp, then the total
-    w.line(
-        "  for (kiln_uidx kiln_base = kiln_uidx(blockIdx.x) * blockDim.y; kiln_base < "
-        "kiln_uidx(kiln_m);");
-    w.line("       kiln_base += kiln_uidx(gridDim.x) * blockDim.y) {{");
-    w.line("    const kiln_uidx kiln_row = kiln_base + threadIdx.y;");
-    w.line("    const bool kiln_live = kiln_row < kiln_uidx(kiln_m);");
+    open_lane_group_rows(w);
     out_offsets("    ");
     for (int j = 0; j < def.nin; ++j) {
       if (!cached(j)) continue;
