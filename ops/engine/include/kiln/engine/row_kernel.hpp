@@ -9,9 +9,9 @@
 //   auto x = kiln::lazy(a);                                        // a: (16384, 4096) float32
 //   auto e = kiln::exp(x - kiln::max(x, -1, true));
 //   kiln::ndarray y = e / kiln::sum(e, -1, true);                  // runs a RowKernel
-//   const kiln::RowKernel* k = kiln::aot::row_kernel(e / kiln::sum(e, -1, true));  //
-//   fused_reduction.hpp auto reqs = k->compile_requests({.dtypes = {kiln::float32, kiln::float32}},
-//   90);
+//   // ahead of time (fused_reduction.hpp):
+//   const kiln::RowKernel* k = kiln::aot::row_kernel(e / kiln::sum(e, -1, true));
+//   auto reqs = k->compile_requests({.dtypes = {kiln::float32, kiln::float32}}, 90);
 //
 // A row is the reduced axes of the output's shape; they must collapse to one dim along which
 // every array has unit steps or none (a broadcast array), at most 512 threads x 8 vectors
