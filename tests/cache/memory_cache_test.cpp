@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "kiln/cache/cache_key.hpp"
 #include "kiln/cache/memory_cache.hpp"
 
 using namespace kiln::cache;

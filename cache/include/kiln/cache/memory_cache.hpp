@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "kiln/cache/cache_key.hpp"
+#include "kiln/runtime/hash128.hpp"
 
 namespace kiln::cache {
 
@@ -25,7 +25,7 @@ class MemoryCache {
  public:
   /// The value for `key`, or nullptr if absent or still being created. The pointer stays
   /// valid until clear() or destruction.
-  V* find(const Key& key) {
+  V* find(const kiln::Hash128& key) {
     std::shared_lock lock(map_mutex_);
     auto it = map_.find(key);
     if (it == map_.end() || !it->second->ready.load(std::memory_order_acquire)) return nullptr;
@@ -36,7 +36,7 @@ class MemoryCache {
   /// same key wait for the one running make(); if make() throws, the exception reaches that
   /// caller and the next caller tries again.
   template <class F>
-  V& get_or_create(const Key& key, F&& make) {
+  V& get_or_create(const kiln::Hash128& key, F&& make) {
     if (V* hit = find(key)) return *hit;
     Node* node = nullptr;
     {
@@ -73,7 +73,7 @@ class MemoryCache {
   };
 
   mutable std::shared_mutex map_mutex_;
-  std::unordered_map<Key, std::unique_ptr<Node>, KeyHash> map_;
+  std::unordered_map<kiln::Hash128, std::unique_ptr<Node>, kiln::Hash128Hash> map_;  // by cache::Key
   std::atomic<std::size_t> size_{0};
 };
 
