@@ -1,11 +1,11 @@
 // Where does a cache-hit call spend its host time? A SIGPROF sampling profile of a loop of hit
 // calls of my_kernel (an ElementwiseKernel), with the argument `expr` of the fused expression
 // `sin(x) * 5 + y * y - 1` written into z, or with `reduction` of CuPy's l2norm
-// ReductionKernel on one element, or with `bare` of an empty kernel launched bare; prints one sampled program-counter
-// offset per line (relative to this executable's load address), or "other LIB SYMBOL" outside
-// it (the shared object and its nearest exported symbol).
-// Symbolize offline:
-//   hit_path_profile [expr] > pcs.txt && grep -v other pcs.txt | addr2line -f -C -e hit_path_profile
+// ReductionKernel on one element, or with `bare` of an empty kernel launched bare; prints one
+// sampled program-counter offset per line (relative to this executable's load address), or "other
+// LIB SYMBOL" outside it (the shared object and its nearest exported symbol). Symbolize offline:
+//   hit_path_profile [expr] > pcs.txt && grep -v other pcs.txt | addr2line -f -C -e
+//   hit_path_profile
 #include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
@@ -13,13 +13,12 @@
 #include <ucontext.h>
 
 #include <atomic>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <kiln/kiln.hpp>
 #include <string_view>
 #include <vector>
-
-#include <kiln/kiln.hpp>
 
 #include "bench_util.hpp"
 
@@ -96,7 +95,8 @@ int main(int argc, char** argv) {
       const char* sym = "?";
       if (dladdr(reinterpret_cast<void*>(g_samples[i]), &info)) {
         if (info.dli_fname) {
-          lib = std::strrchr(info.dli_fname, '/') ? std::strrchr(info.dli_fname, '/') + 1 : info.dli_fname;
+          lib = std::strrchr(info.dli_fname, '/') ? std::strrchr(info.dli_fname, '/') + 1
+                                                  : info.dli_fname;
         }
         if (info.dli_sname) sym = info.dli_sname;
       }

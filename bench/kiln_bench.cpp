@@ -9,6 +9,8 @@
 //   kiln_bench --groups reductions,issue16_fused   only these groups (and the copy)
 //   kiln_bench --compile-check [ARCH]   NVRTC-compiles every benchmark kernel (no GPU needed)
 //   kiln_bench --first-call-only NONCE  (internal) child process of the disk-hit case
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,9 +28,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <cuda_runtime_api.h>
-#include <fmt/format.h>
 
 #include "bench_util.hpp"
 #include "kiln/cache/cache_stats.hpp"
@@ -50,14 +49,26 @@ std::string json_string(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", int(c));
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\u{:04x}", int(c));
+        else
+          out += c;
     }
   }
   return out + "\"";
@@ -72,10 +83,22 @@ struct Case {
   std::string name, metric;
   double value = 0;
   std::vector<std::pair<std::string, std::string>> extra;  // key -> JSON text
-  Case& add(std::string key, double v) { extra.emplace_back(std::move(key), json_number(v)); return *this; }
-  Case& add(std::string key, std::int64_t v) { extra.emplace_back(std::move(key), std::to_string(v)); return *this; }
-  Case& add(std::string key, bool v) { extra.emplace_back(std::move(key), v ? "true" : "false"); return *this; }
-  Case& add(std::string key, const std::string& v) { extra.emplace_back(std::move(key), json_string(v)); return *this; }
+  Case& add(std::string key, double v) {
+    extra.emplace_back(std::move(key), json_number(v));
+    return *this;
+  }
+  Case& add(std::string key, std::int64_t v) {
+    extra.emplace_back(std::move(key), std::to_string(v));
+    return *this;
+  }
+  Case& add(std::string key, bool v) {
+    extra.emplace_back(std::move(key), v ? "true" : "false");
+    return *this;
+  }
+  Case& add(std::string key, const std::string& v) {
+    extra.emplace_back(std::move(key), json_string(v));
+    return *this;
+  }
   std::string json() const {
     std::string s = fmt::format("{{\"name\": {}, \"metric\": {}, \"value\": {}", json_string(name),
                                 json_string(metric), json_number(value));
@@ -111,8 +134,8 @@ void run_group(const char* group, const std::function<void()>& fn) {
     fn();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kiln_bench: %s failed: %s\n", group, e.what());
-    g_errors.push_back(fmt::format("{{\"case\": {}, \"error\": {}}}", json_string(group),
-                                   json_string(e.what())));
+    g_errors.push_back(
+        fmt::format("{{\"case\": {}, \"error\": {}}}", json_string(group), json_string(e.what())));
     try {
       synchronize_device();
     } catch (...) {
@@ -124,7 +147,8 @@ void run_group(const char* group, const std::function<void()>& fn) {
 
 void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
-    throw std::runtime_error(fmt::format("{}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e)));
+    throw std::runtime_error(
+        fmt::format("{}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e)));
 }
 
 double seconds_since(clock_type::time_point t0) {
@@ -162,7 +186,8 @@ const ElementwiseKernel& imul_kernel() {
 
 // Case 6.
 const ElementwiseKernel& add_kernel() {
-  static const ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "bench_add_f32");
+  static const ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y",
+                                   "bench_add_f32");
   return k;
 }
 
@@ -175,7 +200,8 @@ ElementwiseKernel cold_kernel(const std::string& nonce) {
 // The never-seen complex64 kernel of cold_compile_complex64_ms (the nonce as in cold_kernel).
 ElementwiseKernel cold_complex_kernel(const std::string& nonce) {
   return ElementwiseKernel("complex64 x, complex64 y", "complex64 z",
-                           "z = x * y + conj(x); /* nonce " + nonce + " */", "bench_cold_c64_" + nonce);
+                           "z = x * y + conj(x); /* nonce " + nonce + " */",
+                           "bench_cold_c64_" + nonce);
 }
 
 /// Fills `a` (any float dtype, any size) on the device: no host upload.
@@ -206,7 +232,9 @@ void case_copy() {
     check_cuda(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDeviceToDevice, s),
                "cudaMemcpyAsync");
   });
-  add_case("copy_2GiB", "GB/s", 2.0 * double(src.nbytes()) / ms / 1e6).add("ms", ms).add("bytes", std::int64_t(src.nbytes()));
+  add_case("copy_2GiB", "GB/s", 2.0 * double(src.nbytes()) / ms / 1e6)
+      .add("ms", ms)
+      .add("bytes", std::int64_t(src.nbytes()));
 }
 
 // 2. my_kernel on 2^28 float32, output given.
@@ -221,7 +249,8 @@ void case_my_kernel() {
   // Spot check the head and tail against a host reference.
   bool ok = true;
   for (auto [b, e] : {std::pair<std::int64_t, std::int64_t>{0, 1 << 20}, {n - (1 << 20) - 3, n}}) {
-    auto hx = x(slice(b, e)).get<float>(), hy = y(slice(b, e)).get<float>(), hz = z(slice(b, e)).get<float>();
+    auto hx = x(slice(b, e)).get<float>(), hy = y(slice(b, e)).get<float>(),
+         hz = z(slice(b, e)).get<float>();
     std::vector<float> want(hx.size());
     for (std::size_t j = 0; j < hx.size(); ++j) want[j] = my_kernel_host(hx[j], hy[j]);
     ok = ok && all_close(hz, want, 1e-6);
@@ -249,7 +278,9 @@ void case_imul() {
   const bool ok = all_close(h1, h0, 0.0) && all_close(t1, t0, 0.0);
   // 23 more multiplies by 5 grow [0, 1) to at most ~1e16: no overflow.
   const double ms = bench::median_device_ms([&] { imul(5.0, x); });
-  add_case("imul5_1000x500x500_f64", "GB/s", 2.0 * double(x.nbytes()) / ms / 1e6).add("ms", ms).add("correct", ok);
+  add_case("imul5_1000x500x500_f64", "GB/s", 2.0 * double(x.nbytes()) / ms / 1e6)
+      .add("ms", ms)
+      .add("correct", ok);
   add_case("imul5_1000x500x500_f64_ms", "ms", ms);
   if (!ok) g_errors.push_back(R"({"case": "imul5_1000x500x500_f64", "error": "wrong results"})");
 }
@@ -300,38 +331,45 @@ void case_hit_calls() {
   // and the runtime queries every call makes.
   const dtype f32[] = {float32, float32, float32};
   const auto spec = k.make_spec(f32, {.vector_width = 4});
-  auto my_mod = Module::load(cache::nvrtc_compile(k.compile_request(spec, device_properties(dev).arch())).cubin, dev);
+  auto my_mod = Module::load(
+      cache::nvrtc_compile(k.compile_request(spec, device_properties(dev).arch())).cubin, dev);
   const Function mf = my_mod->function("my_kernel");
   void *px = x1.data(), *py = y1.data(), *pz = z1.data();
   void* margs[] = {&px, &py, &pz, &n1};
-  const double bare_my = bench::median_host_us(
-      [&] { mf.launch(dim3(1), dim3(256), margs, 0, s); }, kHostBurst, kHostRounds);
+  const double bare_my = bench::median_host_us([&] { mf.launch(dim3(1), dim3(256), margs, 0, s); },
+                                               kHostBurst, kHostRounds);
   synchronize_device();
   int sink = 0;
-  const double get_device = bench::median_host_us([&] { cudaGetDevice(&sink); }, kHostBurst, kHostRounds);
-  const double cur_stream =
-      bench::median_host_us([&] { sink += current_stream_handle() != nullptr; }, kHostBurst, kHostRounds);
+  const double get_device =
+      bench::median_host_us([&] { cudaGetDevice(&sink); }, kHostBurst, kHostRounds);
+  const double cur_stream = bench::median_host_us(
+      [&] { sink += current_stream_handle() != nullptr; }, kHostBurst, kHostRounds);
   add_case("bare_my_kernel_launch_us_burst", "us", bare_my)
       .add("hit_over_bare_my_kernel", given_b.fn / bare_my);
   add_case("cudaGetDevice_us", "us", get_device);
   for (int burst : {10, 50, 1000}) {
-    const double b = bench::median_host_us([&] { mf.launch(dim3(1), dim3(256), margs, 0, s); },
-                                           burst, 101);
+    const double b =
+        bench::median_host_us([&] { mf.launch(dim3(1), dim3(256), margs, 0, s); }, burst, 101);
     const double g = bench::median_host_us([&] { k(x1, y1, z1); }, burst, 101);
-    add_case(fmt::format("burst{}_bare_my_kernel_us", burst), "us", b).add("kiln_us", g).add("ratio", g / b);
+    add_case(fmt::format("burst{}_bare_my_kernel_us", burst), "us", b)
+        .add("kiln_us", g)
+        .add("ratio", g / b);
   }
   add_case("current_stream_handle_us", "us", cur_stream);
 
   add_case("hit_call_host_us_given_out", "us", given).add("correct", ok);
   add_case("hit_call_host_us_alloc_out", "us", alloc);
   add_case("bare_cuLaunchKernel_us", "us", bare);
-  add_case("hit_over_bare", "x", given / bare).add("alloc_over_bare", alloc / bare).add("target", 1.3);
+  add_case("hit_over_bare", "x", given / bare)
+      .add("alloc_over_bare", alloc / bare)
+      .add("target", 1.3);
 }
 
 struct ChildResult {
   double first_call_ms = NAN, process_first_call_ms = NAN;
   // During the timed call; nvrtc_compiles_total: the whole child process.
-  unsigned long long nvrtc_compiles = ~0ull, disk_hits = 0, disk_misses = 0, nvrtc_compiles_total = ~0ull;
+  unsigned long long nvrtc_compiles = ~0ull, disk_hits = 0, disk_misses = 0,
+                     nvrtc_compiles_total = ~0ull;
 };
 
 // Runs this program again as `--first-call-only NONCE` (same environment, so the same
@@ -367,7 +405,8 @@ ChildResult run_child(const std::string& nonce) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error(fmt::format("child process failed (status {}): {}", status, out));
   ChildResult res;
-  if (std::sscanf(out.c_str(), "first_call_ms=%lf process_first_call_ms=%lf nvrtc_compiles=%llu disk_hits=%llu "
+  if (std::sscanf(out.c_str(),
+                  "first_call_ms=%lf process_first_call_ms=%lf nvrtc_compiles=%llu disk_hits=%llu "
                   "disk_misses=%llu nvrtc_compiles_total=%llu",
                   &res.first_call_ms, &res.process_first_call_ms, &res.nvrtc_compiles,
                   &res.disk_hits, &res.disk_misses, &res.nvrtc_compiles_total) != 6)
@@ -391,7 +430,8 @@ void case_cold(const std::string& cache_dir) {
   ndarray z0 = k(xc);
   current_stream().synchronize();
   const double cold_ms = seconds_since(t0) * 1e3;
-  const auto compiles = st.nvrtc_compiles.load() - compiles0, misses = st.disk_misses.load() - misses0;
+  const auto compiles = st.nvrtc_compiles.load() - compiles0,
+             misses = st.disk_misses.load() - misses0;
 
   t0 = clock_type::now();
   ndarray z1 = k(xc);
@@ -414,12 +454,14 @@ void case_cold(const std::string& cache_dir) {
       .add("nvrtc_compiles_total", std::int64_t(child.nvrtc_compiles_total))
       .add("process_first_call_ms", child.process_first_call_ms);
   if (child.nvrtc_compiles != 0)
-    g_errors.push_back(R"({"case": "disk_hit_fresh_process_ms", "error": "the child process ran NVRTC: the disk cache missed"})");
+    g_errors.push_back(
+        R"({"case": "disk_hit_fresh_process_ms", "error": "the child process ran NVRTC: the disk cache missed"})");
 }
 
 // 5b. Cold compiles of elementwise layouts (issue 16): a never-seen kernel run first on a
 // stepped vector (the strided loop), then on a broadcast column into a (64, 64) output (row
-// tiles), then on a transposed operand (the tiled loop), each a new kernel compiled cold; the target is the contiguous one's
+// tiles), then on a transposed operand (the tiled loop), each a new kernel compiled cold; the
+// target is the contiguous one's
 // (<= 60 ms). Run last, so that nothing these compiles leave behind touches other cases.
 void case_cold_layouts() {
   char nonce_buf[64];
@@ -436,8 +478,11 @@ void case_cold_layouts() {
     const double ms = seconds_since(t) * 1e3;
     const auto got = z.get<float>();
     const bool right = std::all_of(got.begin(), got.end(), [&](float v) { return v == expect; });
-    add_case(name, "ms", ms).add("nvrtc_compiles", std::int64_t(st.nvrtc_compiles.load() - c0)).add("correct", right);
-    if (!right) g_errors.push_back(fmt::format(R"({{"case": "{}", "error": "wrong results"}})", name));
+    add_case(name, "ms", ms)
+        .add("nvrtc_compiles", std::int64_t(st.nvrtc_compiles.load() - c0))
+        .add("correct", right);
+    if (!right)
+      g_errors.push_back(fmt::format(R"({{"case": "{}", "error": "wrong results"}})", name));
   };
   const ndarray v = full(Shape{128}, 2.0f, float32);
   ndarray zv(Shape{64}, float32);
@@ -507,7 +552,8 @@ void case_strided() {
     c.add("over_copy", c.value / copy->value);
     c.add("expression_over_copy", 3.0 * double(z.nbytes()) / expr_ms / 1e6 / copy->value);
   }
-  if (!ok || !expr_ok) g_errors.push_back(R"({"case": "strided_transpose_8192sq_f32", "error": "wrong results"})");
+  if (!ok || !expr_ok)
+    g_errors.push_back(R"({"case": "strided_transpose_8192sq_f32", "error": "wrong results"})");
 }
 
 // 7. RawKernel: host cost of a cache-hit launch of CuPy's docs `my_add` on 25 elements against
@@ -522,12 +568,13 @@ void my_add(const float* x1, const float* x2, float* y) {
 void case_raw_kernel() {
   const int dev = current_device();
   const cudaStream_t s = current_stream_handle();
-  // Cold: a source never seen by this run's fresh cache (nonce comment), construct to synced result.
+  // Cold: a source never seen by this run's fresh cache (nonce comment), construct to synced
+  // result.
   char nonce[64];
   std::snprintf(nonce, sizeof nonce, "// nonce %llx_%d\n",
                 (unsigned long long)clock_type::now().time_since_epoch().count(), int(getpid()));
-  ndarray x1 = asarray<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
-                               20, 21, 22, 23, 24, 25});
+  ndarray x1 = asarray<float>(
+      {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25});
   ndarray x2 = asarray<float>(std::vector<float>(25, 0.5f)), y(Shape{25}, float32);
   current_stream().synchronize();
   auto& st = cache::stats();
@@ -585,16 +632,15 @@ int first_call_only(const std::string& nonce) {
     std::fprintf(stderr, "kiln_bench child: wrong result\n");
     return 1;
   }
-  std::printf("first_call_ms=%.6f process_first_call_ms=%.6f nvrtc_compiles=%llu disk_hits=%llu "
-              "disk_misses=%llu nvrtc_compiles_total=%llu\n",
-              first_ms, process_first_ms,
-              (unsigned long long)(st.nvrtc_compiles.load() - compiles0),
-              (unsigned long long)(st.disk_hits.load() - hits0),
-              (unsigned long long)(st.disk_misses.load() - misses0),
-              (unsigned long long)st.nvrtc_compiles.load());
+  std::printf(
+      "first_call_ms=%.6f process_first_call_ms=%.6f nvrtc_compiles=%llu disk_hits=%llu "
+      "disk_misses=%llu nvrtc_compiles_total=%llu\n",
+      first_ms, process_first_ms, (unsigned long long)(st.nvrtc_compiles.load() - compiles0),
+      (unsigned long long)(st.disk_hits.load() - hits0),
+      (unsigned long long)(st.disk_misses.load() - misses0),
+      (unsigned long long)st.nvrtc_compiles.load());
   return 0;
 }
-
 
 // 7. Fused expressions (issue 9): sin(x) * 5 + y * y as one kernel, x *= 5 and the seed's chain
 // through the ndarray operators, and the host cost of a cache-hit 5-node expression.
@@ -613,11 +659,15 @@ void case_expressions() {
       const double ref = std::sin(double(hx[j])) * 5 + double(hy[j]) * hy[j];
       ok = ok && std::abs(hz[j] - ref) <= 1e-5 * std::max(1.0, std::abs(ref));
     }
-    const double ms = bench::median_device_ms([&] { kiln::eval_into(kiln::sin(x) * 5 + y * y, z); });
+    const double ms =
+        bench::median_device_ms([&] { kiln::eval_into(kiln::sin(x) * 5 + y * y, z); });
     const double ms_alloc = bench::median_device_ms([&] { ndarray o = kiln::sin(x) * 5 + y * y; });
     const double gbs = 3.0 * double(x.nbytes()) / ms / 1e6;
-    Case& c = add_case("expr_sin5_yy_2^28_f32", "GB/s", gbs).add("ms", ms).add("ms_alloc_out", ms_alloc)
-                  .add("correct", ok).add("target_ms_h200", 0.84);
+    Case& c = add_case("expr_sin5_yy_2^28_f32", "GB/s", gbs)
+                  .add("ms", ms)
+                  .add("ms_alloc_out", ms_alloc)
+                  .add("correct", ok)
+                  .add("target_ms_h200", 0.84);
     if (const Case* copy = find_case("copy_2GiB")) c.add("over_copy", gbs / copy->value);
     if (!ok) g_errors.push_back(R"({"case": "expr_sin5_yy_2^28_f32", "error": "wrong results"})");
   }
@@ -642,13 +692,15 @@ void case_expressions() {
     });
     add_case("expr_chain_imul_isq_iadd_1000x500x500_f64", "ms", chain)
         .add("over_three_single_passes", chain / (3 * ms));
-    if (!ok) g_errors.push_back(R"({"case": "expr_imul5_1000x500x500_f64", "error": "wrong results"})");
+    if (!ok)
+      g_errors.push_back(R"({"case": "expr_imul5_1000x500x500_f64", "error": "wrong results"})");
   }
   {
     ndarray x1 = asarray<float>({0.5f}), y1 = asarray<float>({1.5f}), z1(Shape{1}, float32);
     kiln::eval_into(kiln::sin(x1) * 5 + y1 * y1 - 1, z1);  // compile once
     const bool ok = std::abs(z1.get<float>()[0] - (std::sin(0.5f) * 5 + 2.25f - 1)) < 1e-5f;
-    const auto given = host_us_vs_bare([&] { kiln::eval_into(kiln::sin(x1) * 5 + y1 * y1 - 1, z1); });
+    const auto given =
+        host_us_vs_bare([&] { kiln::eval_into(kiln::sin(x1) * 5 + y1 * y1 - 1, z1); });
     const auto alloc = host_us_vs_bare([&] { ndarray o = kiln::sin(x1) * 5 + y1 * y1 - 1; });
     add_case("expr5_hit_host_us_given_out_burst", "us", given.fn)
         .add("correct", ok)
@@ -684,18 +736,22 @@ void case_reductions() {
   // Correctness on the head (1 Mi elements), timing on all of it.
   const ndarray xh = x(slice(0, 1 << 20));
   const bool sum_ok = std::abs(double(sum(xh).get<float>()[0]) - hs) < 1e-3 * (1 + std::abs(hs));
-  const bool l2_ok = std::abs(double(l2norm_kernel()(xh).get<float>()[0]) - std::sqrt(hq)) < 1e-4 * std::sqrt(hq);
+  const bool l2_ok =
+      std::abs(double(l2norm_kernel()(xh).get<float>()[0]) - std::sqrt(hq)) < 1e-4 * std::sqrt(hq);
   ndarray out = empty({}, float32);
-  add_reduction_case("sum_2^28_f32", bench::median_device_ms([&] { sum(x, {}, false, {.out = out}); }),
+  add_reduction_case("sum_2^28_f32",
+                     bench::median_device_ms([&] { sum(x, {}, false, {.out = out}); }),
                      double(x.nbytes()), sum_ok);
-  add_reduction_case("l2norm_kernel_2^28_f32", bench::median_device_ms([&] { l2norm_kernel()(x, out); }),
-                     double(x.nbytes()), l2_ok);
+  add_reduction_case("l2norm_kernel_2^28_f32",
+                     bench::median_device_ms([&] { l2norm_kernel()(x, out); }), double(x.nbytes()),
+                     l2_ok);
   add_reduction_case("linalg_norm_2^28_f32", bench::median_device_ms([&] { linalg::norm(x); }),
                      double(x.nbytes()), l2_ok);
 
   // Fused (issue 9): the expression is the reduction's map, one kernel, no temporary array.
   const bool xx_ok = std::abs(double(sum(xh * xh).get<float>()[0]) - hq) < 1e-3 * (1 + hq);
-  add_reduction_case("sum_x_times_x_2^28_f32", bench::median_device_ms([&] { sum(x * x, {}, false, {.out = out}); }),
+  add_reduction_case("sum_x_times_x_2^28_f32",
+                     bench::median_device_ms([&] { sum(x * x, {}, false, {.out = out}); }),
                      double(x.nbytes()), xx_ok)
       .add("ms_target", 0.28);
   {
@@ -704,12 +760,16 @@ void case_reductions() {
     const ndarray yh = y(slice(0, 1 << 20));
     const auto yhead = yh.get<float>();
     double hd = 0;
-    for (std::size_t k = 0; k < head.size(); ++k) hd += (double(head[k]) - yhead[k]) * (double(head[k]) - yhead[k]);
-    const bool d_ok = std::abs(double(linalg::norm(xh - yh).get<float>()[0]) - std::sqrt(hd)) < 1e-4 * std::sqrt(hd);
-    add_reduction_case("linalg_norm_x_minus_y_2^28_f32", bench::median_device_ms([&] { linalg::norm(x - y); }),
+    for (std::size_t k = 0; k < head.size(); ++k)
+      hd += (double(head[k]) - yhead[k]) * (double(head[k]) - yhead[k]);
+    const bool d_ok = std::abs(double(linalg::norm(xh - yh).get<float>()[0]) - std::sqrt(hd)) <
+                      1e-4 * std::sqrt(hd);
+    add_reduction_case("linalg_norm_x_minus_y_2^28_f32",
+                       bench::median_device_ms([&] { linalg::norm(x - y); }),
                        2.0 * double(x.nbytes()), d_ok);
-    add_reduction_case("sum_abs_x_minus_y_2^28_f32",
-                       bench::median_device_ms([&] { sum(kiln::abs(x - y), {}, false, {.out = out}); }),
+    add_reduction_case("sum_abs_x_minus_y_2^28_f32", bench::median_device_ms([&] {
+                         sum(kiln::abs(x - y), {}, false, {.out = out});
+                       }),
                        2.0 * double(x.nbytes()), d_ok);
   }
 
@@ -726,9 +786,11 @@ void case_reductions() {
   const auto col0 = m(all, 0).get<float>();
   double want_c0 = 0;
   for (float v : col0) want_c0 += v;
-  add_reduction_case("sum_axis1_16384sq_f32", bench::median_device_ms([&] { sum(m, 1, false, {.out = rows}); }),
+  add_reduction_case("sum_axis1_16384sq_f32",
+                     bench::median_device_ms([&] { sum(m, 1, false, {.out = rows}); }),
                      double(x.nbytes()), std::abs(r[0] - want_r0) < 1e-3 * (1 + std::abs(want_r0)));
-  add_reduction_case("sum_axis0_16384sq_f32", bench::median_device_ms([&] { sum(m, 0, false, {.out = cols}); }),
+  add_reduction_case("sum_axis0_16384sq_f32",
+                     bench::median_device_ms([&] { sum(m, 0, false, {.out = cols}); }),
                      double(x.nbytes()), std::abs(c[0] - want_c0) < 1e-3 * (1 + std::abs(want_c0)));
 }
 
@@ -746,11 +808,13 @@ void case_reduction_host(const std::string& nonce) {
       .add("over_bare", hit.ratio())
       .add("target", 1.3);
 
-  const ReductionKernel cold("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm_cold_" + nonce);
+  const ReductionKernel cold("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0",
+                             "l2norm_cold_" + nonce);
   auto t0 = clock_type::now();
   ndarray z = cold(x1);
   current_stream().synchronize();
-  add_case("reduction_cold_compile_ms", "ms", seconds_since(t0) * 1e3).add("correct", z.get<float>()[0] == 3.0f);
+  add_case("reduction_cold_compile_ms", "ms", seconds_since(t0) * 1e3)
+      .add("correct", z.get<float>()[0] == 3.0f);
 }
 
 // ---- issue 16: reductions over any axes, one-pass statistics, reductions fused with their
@@ -766,9 +830,12 @@ std::pair<double, double> host_moments(const std::vector<float>& v) {
   return {m, q / double(v.size())};
 }
 
-bool near(double got, double want, double tol) { return std::fabs(got - want) <= tol * (1 + std::fabs(want)); }
+bool near(double got, double want, double tol) {
+  return std::fabs(got - want) <= tol * (1 + std::fabs(want));
+}
 
-Case& add_fused_case(const std::string& name, double ms, double bytes, bool ok, double ms_target = 0) {
+Case& add_fused_case(const std::string& name, double ms, double bytes, bool ok,
+                     double ms_target = 0) {
   Case& c = add_reduction_case(name, ms, bytes, ok);
   if (ms_target > 0) c.add("ms_target", ms_target);
   return c;
@@ -796,8 +863,10 @@ void case_issue16_reductions() {
     const auto got = out.get<float>();
     const bool ok = near(got[0], host_moments(x(all, 0).get<float>()).first, 1e-4) &&
                     near(got[1023], host_moments(x(all, 1023).get<float>()).first, 1e-4);
-    add_reduction_case("mean_axes02_256x1024x1024_f32",
-                       bench::median_device_ms([&] { mean(x, {0, 2}, false, {.out = out}); }), double(x.nbytes()), ok);
+    add_reduction_case("mean_axes02_256x1024x1024_f32", bench::median_device_ms([&] {
+                         mean(x, {0, 2}, false, {.out = out});
+                       }),
+                       double(x.nbytes()), ok);
   }
   {
     ndarray x(Shape{8192, 8192}, float32);
@@ -806,16 +875,20 @@ void case_issue16_reductions() {
     ndarray arg = empty({8192}, int64);
     var(x, 1, false, {.out = rows});
     const bool ok = near(rows.get<float>()[0], host_moments(x(0).get<float>()).second, 1e-4);
-    add_reduction_case("var_axis1_8192sq_f32", bench::median_device_ms([&] { var(x, 1, false, {.out = rows}); }),
+    add_reduction_case("var_axis1_8192sq_f32",
+                       bench::median_device_ms([&] { var(x, 1, false, {.out = rows}); }),
                        double(x.nbytes()), ok);
     var(x, 0, false, {.out = cols});
     const bool ok0 = near(cols.get<float>()[5], host_moments(x(all, 5).get<float>()).second, 1e-4);
-    add_reduction_case("var_axis0_8192sq_f32", bench::median_device_ms([&] { var(x, 0, false, {.out = cols}); }),
+    add_reduction_case("var_axis0_8192sq_f32",
+                       bench::median_device_ms([&] { var(x, 0, false, {.out = cols}); }),
                        double(x.nbytes()), ok0);
     argmax(x, 0, false, {.out = arg});
     const auto col = x(all, 7).get<float>();
-    const bool okarg = arg.get<std::int64_t>()[7] == std::int64_t(std::max_element(col.begin(), col.end()) - col.begin());
-    add_reduction_case("argmax_axis0_8192sq_f32", bench::median_device_ms([&] { argmax(x, 0, false, {.out = arg}); }),
+    const bool okarg = arg.get<std::int64_t>()[7] ==
+                       std::int64_t(std::max_element(col.begin(), col.end()) - col.begin());
+    add_reduction_case("argmax_axis0_8192sq_f32",
+                       bench::median_device_ms([&] { argmax(x, 0, false, {.out = arg}); }),
                        double(x.nbytes()), okarg);
   }
   {  // batch-norm statistics: mean and var over (0, 2, 3) of NCHW, one pass (target 0.06 ms)
@@ -824,7 +897,9 @@ void case_issue16_reductions() {
     auto [v, m] = var_mean(x, {0, 2, 3});
     const auto [hm, hv] = host_moments(x(all, 3).get<float>());
     const bool ok = near(m.get<float>()[3], hm, 1e-4) && near(v.get<float>()[3], hv, 1e-4);
-    add_fused_case("var_mean_axes023_64x256x56x56_f32", bench::median_device_ms([&] { auto r = var_mean(x, {0, 2, 3}); }),
+    add_fused_case("var_mean_axes023_64x256x56x56_f32", bench::median_device_ms([&] {
+                     auto r = var_mean(x, {0, 2, 3});
+                   }),
                    double(x.nbytes()), ok, 0.06);
     ndarray mo = empty({256}, float32), vo = empty({256}, float32);
     auto two = [&] {
@@ -833,11 +908,12 @@ void case_issue16_reductions() {
     };
     two();
     const bool ok2 = near(mo.get<float>()[3], hm, 1e-4) && near(vo.get<float>()[3], hv, 1e-4);
-    add_reduction_case("mean_then_var_axes023_64x256x56x56_f32", bench::median_device_ms(two), 2.0 * double(x.nbytes()),
-                       ok2);
-    add_reduction_case("mean_axes023_64x256x56x56_f32",
-                       bench::median_device_ms([&] { mean(x, {0, 2, 3}, false, {.out = mo}); }), double(x.nbytes()),
-                       ok2);
+    add_reduction_case("mean_then_var_axes023_64x256x56x56_f32", bench::median_device_ms(two),
+                       2.0 * double(x.nbytes()), ok2);
+    add_reduction_case("mean_axes023_64x256x56x56_f32", bench::median_device_ms([&] {
+                         mean(x, {0, 2, 3}, false, {.out = mo});
+                       }),
+                       double(x.nbytes()), ok2);
   }
   // Short reduced extents beside long kept ones and the reverse.
   for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{1 << 24, 16}, {16, 1 << 24}}) {
@@ -849,9 +925,10 @@ void case_issue16_reductions() {
       const ndarray line = axis ? x(3) : x(all, 3);
       double want = 0;
       for (float v : line.get<float>()) want += v;
-      add_reduction_case(fmt::format("sum_axis{}_{}x{}_f32", axis, r == 16 ? "16" : "2^24", c == 16 ? "16" : "2^24"),
-                         bench::median_device_ms([&] { sum(x, axis, false, {.out = out}); }), double(x.nbytes()),
-                         near(out.get<float>()[3], want, 1e-4));
+      add_reduction_case(fmt::format("sum_axis{}_{}x{}_f32", axis, r == 16 ? "16" : "2^24",
+                                     c == 16 ? "16" : "2^24"),
+                         bench::median_device_ms([&] { sum(x, axis, false, {.out = out}); }),
+                         double(x.nbytes()), near(out.get<float>()[3], want, 1e-4));
     }
   }
 }
@@ -873,17 +950,21 @@ void case_issue16_fused() {
     for (float v : h0) s += std::exp(v - mx);
     const auto y0 = y(0).get<float>();
     bool ok = true;
-    for (std::int64_t k = 0; k < n; k += 97) ok = ok && near(y0[std::size_t(k)], std::exp(h0[std::size_t(k)] - mx) / s, 1e-4);
-    add_fused_case("softmax_lastaxis_16384x4096_f32", bench::median_device_ms([&] { ndarray r = softmax(x); }), row_bytes,
-                   ok, 0.15);
+    for (std::int64_t k = 0; k < n; k += 97)
+      ok = ok && near(y0[std::size_t(k)], std::exp(h0[std::size_t(k)] - mx) / s, 1e-4);
+    add_fused_case("softmax_lastaxis_16384x4096_f32",
+                   bench::median_device_ms([&] { ndarray r = softmax(x); }), row_bytes, ok, 0.15);
     const auto lx = kiln::lazy(x);
     ndarray ls(Shape{rows, n}, float32);
     auto log_softmax = [&] {
-      eval_into((lx - kiln::max(lx, -1, true)) - kiln::log(kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true)), ls);
+      eval_into((lx - kiln::max(lx, -1, true)) -
+                    kiln::log(kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true)),
+                ls);
     };
     log_softmax();
     const bool ls_ok = near(ls(0).get<float>()[0], h0[0] - mx - std::log(s), 1e-4);
-    add_fused_case("log_softmax_lastaxis_16384x4096_f32", bench::median_device_ms(log_softmax), row_bytes, ls_ok);
+    add_fused_case("log_softmax_lastaxis_16384x4096_f32", bench::median_device_ms(log_softmax),
+                   row_bytes, ls_ok);
   }
   {
     const auto layer_norm = layer_norm_fn();
@@ -893,9 +974,13 @@ void case_issue16_fused() {
     const auto y0 = y(0).get<float>();
     bool ok = true;
     for (std::int64_t k = 0; k < n; k += 97)
-      ok = ok && near(y0[std::size_t(k)], (h0[std::size_t(k)] - m) / std::sqrt(v + 1e-5) * hg[std::size_t(k)] + hb[std::size_t(k)], 1e-3);
-    add_fused_case("layer_norm_lastaxis_16384x4096_f32", bench::median_device_ms([&] { ndarray r = layer_norm(x, g, b); }),
-                   row_bytes, ok, 0.15);
+      ok = ok && near(y0[std::size_t(k)],
+                      (h0[std::size_t(k)] - m) / std::sqrt(v + 1e-5) * hg[std::size_t(k)] +
+                          hb[std::size_t(k)],
+                      1e-3);
+    add_fused_case("layer_norm_lastaxis_16384x4096_f32",
+                   bench::median_device_ms([&] { ndarray r = layer_norm(x, g, b); }), row_bytes, ok,
+                   0.15);
   }
   {  // standardising over the batch axis: rows along a strided axis, two passes
     ndarray s(Shape{8192, 8192}, float32);
@@ -922,7 +1007,8 @@ void case_issue16_host() {
     fill_random(x, -1, 1, 41);
     const auto lx = kiln::lazy(x) * 1.5f;
     auto t0 = clock_type::now();
-    ndarray y = kiln::exp(lx - kiln::max(lx, -1, true)) / kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true);
+    ndarray y = kiln::exp(lx - kiln::max(lx, -1, true)) /
+                kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true);
     current_stream().synchronize();
     add_case("row_kernel_cold_compile_ms", "ms", seconds_since(t0) * 1e3).add("target", 150.0);
     ndarray xd(Shape{8, 64}, float64);
@@ -937,9 +1023,13 @@ void case_issue16_host() {
   const auto softmax = softmax_fn();
   ndarray y1 = softmax(x1);
   const auto hit = host_us_vs_bare([&] { ndarray r = softmax(x1); });
-  add_case("softmax_fuse_hit_host_us_burst", "us", hit.fn).add("bare_us", hit.reference).add("over_bare", hit.ratio());
+  add_case("softmax_fuse_hit_host_us_burst", "us", hit.fn)
+      .add("bare_us", hit.reference)
+      .add("over_bare", hit.ratio());
   const auto vm = host_us_vs_bare([&] { auto r = var_mean(x1, 1); });
-  add_case("var_mean_hit_host_us_burst", "us", vm.fn).add("bare_us", vm.reference).add("over_bare", vm.ratio());
+  add_case("var_mean_hit_host_us_burst", "us", vm.fn)
+      .add("bare_us", vm.reference)
+      .add("over_bare", vm.ratio());
 }
 
 // --compile-check [ARCH]: generates and NVRTC-compiles every kernel above for sm_ARCH (default
@@ -957,7 +1047,8 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-double wall_us_per_kernel(const Stream& s, const std::function<void()>& round, int kernels_per_round) {
+double wall_us_per_kernel(const Stream& s, const std::function<void()>& round,
+                          int kernels_per_round) {
   for (int i = 0; i < kGraphReps; ++i) round();
   s.synchronize();
   std::vector<double> us;
@@ -985,10 +1076,13 @@ void case_graphs() {
     hundred();  // compiles the kernel: captures and replays below compile nothing
     s.synchronize();
   }
-  const double eager = wall_us_per_kernel(s, [&] {
-    StreamGuard on(s);
-    hundred();
-  }, kGraphKernels);
+  const double eager = wall_us_per_kernel(
+      s,
+      [&] {
+        StreamGuard on(s);
+        hundred();
+      },
+      kGraphKernels);
 
   // Capture + instantiate, median of 5 (each graph replaced by the next).
   const auto compiles0 = cache::stats().nvrtc_compiles.load();
@@ -1003,7 +1097,8 @@ void case_graphs() {
   s.synchronize();
   const auto compiles = cache::stats().nvrtc_compiles.load() - compiles0;
 
-  const double replay = wall_us_per_kernel(s, [&] { g.replay(s); }, kGraphKernels);
+  const double replay = wall_us_per_kernel(
+      s, [&] { g.replay(s); }, kGraphKernels);
   // The same split in two: the host's cost of one replay call (the queue never fills), and the
   // device time per kernel of a replay (events around 20 replays).
   std::vector<double> host_us, gpu_us;
@@ -1022,7 +1117,8 @@ void case_graphs() {
   setenv("KILN_GRAPH_PROGRAMMATIC_EDGES", "0", 1);
   graph plain = capture(s, hundred);
   unsetenv("KILN_GRAPH_PROGRAMMATIC_EDGES");
-  const double replay_plain = wall_us_per_kernel(s, [&] { plain.replay(s); }, kGraphKernels);
+  const double replay_plain = wall_us_per_kernel(
+      s, [&] { plain.replay(s); }, kGraphKernels);
 
   // Correct: three replays from a known state against the host doing the same float32 multiplies.
   ndarray fresh = asarray(h);
@@ -1039,7 +1135,8 @@ void case_graphs() {
     for (float& v : want) v *= 1.0001f;
   const bool ok = x.get<float>() == want;
 
-  add_case("graph_eager_100_tiny_us_per_kernel", "us", eager).add("kernels", std::int64_t(kGraphKernels));
+  add_case("graph_eager_100_tiny_us_per_kernel", "us", eager)
+      .add("kernels", std::int64_t(kGraphKernels));
   add_case("graph_replay_100_tiny_us_per_kernel", "us", replay)
       .add("target", 0.8)
       .add("eager_over_replay", eager / replay)
@@ -1047,13 +1144,17 @@ void case_graphs() {
       .add("plain_edges_us_per_kernel", replay_plain)
       .add("correct", ok);
   add_case("graph_replay_gpu_us_per_kernel", "us", median_of(gpu_us));
-  add_case("graph_replay_host_us", "us", median_of(host_us)).add("kernels", std::int64_t(kGraphKernels));
+  add_case("graph_replay_host_us", "us", median_of(host_us))
+      .add("kernels", std::int64_t(kGraphKernels));
   add_case("graph_capture_instantiate_100_ms", "ms", median_of(capture_ms))
       .add("nodes", std::int64_t(g.node_count()))
       .add("nvrtc_compiles_capture_and_first_replay", std::int64_t(compiles));
-  if (!ok) g_errors.push_back(R"({"case": "graph_replay_100_tiny_us_per_kernel", "error": "wrong results"})");
+  if (!ok)
+    g_errors.push_back(
+        R"({"case": "graph_replay_100_tiny_us_per_kernel", "error": "wrong results"})");
   if (compiles != 0)
-    g_errors.push_back(R"({"case": "graph_capture_instantiate_100_ms", "error": "capture or first replay compiled a kernel"})");
+    g_errors.push_back(
+        R"({"case": "graph_capture_instantiate_100_ms", "error": "capture or first replay compiled a kernel"})");
 }
 
 int compile_check(int arch) {
@@ -1089,30 +1190,38 @@ int compile_check(int arch) {
     ++n;
   }
   // The expression kernels the benchmark generates (metadata-only arrays: no GPU).
-  auto meta = [](dtype t) { return ndarray(nullptr, Shape{4}, Shape{std::int64_t(t.itemsize())}, 0, t); };
+  auto meta = [](dtype t) {
+    return ndarray(nullptr, Shape{4}, Shape{std::int64_t(t.itemsize())}, 0, t);
+  };
   const ndarray xf = meta(float32), yf = meta(float32), xd = meta(float64);
-  for (const expr& e : {kiln::sin(xf) * 5 + yf * yf, kiln::sin(xf) * 5 + yf * yf - 1, xd * 5, xd * xd, xd + xd}) {
+  for (const expr& e :
+       {kiln::sin(xf) * 5 + yf * yf, kiln::sin(xf) * 5 + yf * yf - 1, xd * 5, xd * xd, xd + xd}) {
     const auto& k = kiln::aot::expression_kernel(e);
     std::vector<dtype> dts;
     for (int j = 0; j < k.nin(); ++j) dts.push_back(k.definition().params[std::size_t(j)].fixed);
     for (const auto& l : layouts) {
-      if (k.compile_for(k.make_spec(dts, l), arch).cubin.empty()) throw std::runtime_error("empty cubin for an expression");
+      if (k.compile_for(k.make_spec(dts, l), arch).cubin.empty())
+        throw std::runtime_error("empty cubin for an expression");
       ++n;
     }
   }
   for (const auto& spec : l2norm_kernel().specs({.dtypes = {float32}, .max_ndim = 2})) {
-    if (l2norm_kernel().compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for l2norm");
+    if (l2norm_kernel().compile_for(spec, arch).cubin.empty())
+      throw std::runtime_error("empty cubin for l2norm");
     ++n;
   }
   // The fused reductions the benchmark runs (sum(x * x), norm(x - y), sum(abs(x - y))).
-  for (auto [e, r] : {std::pair<expr, const char*>{xf * xf, "sum"}, {xf - yf, "norm2"}, {kiln::abs(xf - yf), "sum"}}) {
+  for (auto [e, r] : {std::pair<expr, const char*>{xf * xf, "sum"},
+                      {xf - yf, "norm2"},
+                      {kiln::abs(xf - yf), "sum"}}) {
     const ReductionKernel& k = aot::fused_reduction(e, r);
     std::vector<dtype> dts;
     for (int j = 0; j < k.nin(); ++j) dts.push_back(k.definition().params[std::size_t(j)].fixed);
     dts.push_back(float32);
     const auto specs = k.specs({.dtypes = dts, .max_ndim = 1, .index64 = false});
     for (std::size_t i : {std::size_t(0), specs.size() - 1}) {
-      if (k.compile_for(specs[i], arch).cubin.empty()) throw std::runtime_error("empty cubin for a fused reduction");
+      if (k.compile_for(specs[i], arch).cubin.empty())
+        throw std::runtime_error("empty cubin for a fused reduction");
       ++n;
     }
   }
@@ -1122,7 +1231,8 @@ int compile_check(int arch) {
     const auto lx = kiln::lazy(meta2({4, 64}));
     const ndarray gm = meta2({64});
     const lazy_expr rows_exprs[] = {
-        kiln::exp(lx - kiln::max(lx, -1, true)) / kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true),
+        kiln::exp(lx - kiln::max(lx, -1, true)) /
+            kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true),
         (lx - kiln::mean(lx, -1, true)) / kiln::sqrt(kiln::var(lx, -1, true) + 1e-5f) * gm + gm};
     for (const lazy_expr& e : rows_exprs) {
       const RowKernel* k = aot::row_kernel(e);
@@ -1135,26 +1245,36 @@ int compile_check(int arch) {
         if (!leaves[j].is_array()) scalars.push_back(int(j));
       }
       dts.push_back(float32);
-      const auto specs = k->specs({.dtypes = dts, .scalar_inputs = scalars, .max_ndim = 1, .index64 = false});
+      const auto specs =
+          k->specs({.dtypes = dts, .scalar_inputs = scalars, .max_ndim = 1, .index64 = false});
       for (const auto& spec : specs) {
         if (spec.vector_width != 4) continue;
-        if (k->compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for a row kernel");
+        if (k->compile_for(spec, arch).cubin.empty())
+          throw std::runtime_error("empty cubin for a row kernel");
         ++n;
       }
     }
     for (const ReductionKernel* k : aot::builtin_reductions()) {
       if (k->name() != "kiln_var_mean") continue;
-      for (const auto& spec : k->specs({.dtypes = {float32, int64, float32, float32}, .scalar_inputs = {1}, .max_ndim = 2, .index64 = false})) {
-        if (k->compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for var_mean");
+      for (const auto& spec : k->specs({.dtypes = {float32, int64, float32, float32},
+                              .scalar_inputs = {1},
+                              .max_ndim = 2,
+                              .index64 = false})) {
+        if (k->compile_for(spec, arch).cubin.empty())
+          throw std::runtime_error("empty cubin for var_mean");
         ++n;
       }
     }
     const auto ln = kiln::lazy(meta2({8, 16}));
     const expr stats[] = {kiln::mean(ln, 0), kiln::std(ln, 0)};
     const ReductionKernel& k = aot::multi_reduction(stats);
-    const auto specs = k.specs({.dtypes = {float32, int64, float32, float32}, .scalar_inputs = {1}, .max_ndim = 1, .index64 = false});
+    const auto specs = k.specs({.dtypes = {float32, int64, float32, float32},
+                                .scalar_inputs = {1},
+                                .max_ndim = 1,
+                                .index64 = false});
     for (const auto& spec : specs) {
-      if (k.compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for a composite reduction");
+      if (k.compile_for(spec, arch).cubin.empty())
+        throw std::runtime_error("empty cubin for a composite reduction");
       ++n;
     }
   }
@@ -1164,12 +1284,14 @@ int compile_check(int arch) {
     const ElementwiseKernel kc = cold_complex_kernel("check" + std::to_string(rep));
     const auto spec = kc.make_spec(std::vector<dtype>{complex64, complex64}, layouts[0]);
     const auto t0 = clock_type::now();
-    if (kc.compile_for(spec, arch).cubin.empty()) throw std::runtime_error("empty cubin for a complex kernel");
+    if (kc.compile_for(spec, arch).cubin.empty())
+      throw std::runtime_error("empty cubin for a complex kernel");
     complex_ms = std::min(complex_ms, seconds_since(t0) * 1e3);
     ++n;
   }
-  std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d, \"complex64_nvrtc_ms\": %.1f}\n", arch, n,
-              complex_ms);
+  std::printf(
+      "{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d, \"complex64_nvrtc_ms\": %.1f}\n",
+      arch, n, complex_ms);
   return 0;
 }
 
@@ -1244,16 +1366,19 @@ int main(int argc, char** argv) {
   run_group("reductions", case_reductions);
   run_group("graphs", case_graphs);
   run_group("reduction_host", [&] {
-    case_reduction_host(std::to_string((unsigned long long)clock_type::now().time_since_epoch().count()));
+    case_reduction_host(
+        std::to_string((unsigned long long)clock_type::now().time_since_epoch().count()));
   });
   run_group("issue16_host", case_issue16_host);  // first: its cold compiles must be cold
   run_group("issue16_reductions", case_issue16_reductions);
   run_group("issue16_fused", case_issue16_fused);
   run_group("cold_layouts", case_cold_layouts);  // last: kernels compiled after it read slower
 
-  std::string out = fmt::format("{{\"device\": {}, \"device_info\": {}, ", device_json, device_info);
+  std::string out =
+      fmt::format("{{\"device\": {}, \"device_info\": {}, ", device_json, device_info);
   out += fmt::format("\"wall_s\": {}, \"cases\": [", json_number(seconds_since(t_start)));
-  for (std::size_t k = 0; k < g_cases.size(); ++k) out += (k ? ",\n  " : "\n  ") + g_cases[k].json();
+  for (std::size_t k = 0; k < g_cases.size(); ++k)
+    out += (k ? ",\n  " : "\n  ") + g_cases[k].json();
   out += "\n], \"errors\": [";
   for (std::size_t k = 0; k < g_errors.size(); ++k) out += (k ? ", " : "") + g_errors[k];
   out += "]}\n";

@@ -999,7 +999,9 @@ int main(int argc, char** argv) {
   composite_cases(cases, r, per_family / 2, total);
   // --family takes one name or several, comma-separated.
   if (!only.empty())
-    std::erase_if(cases, [&](const Case& c) { return ("," + only + ",").find("," + c.family + ",") == std::string::npos; });
+    std::erase_if(cases, [&](const Case& c) {
+      return ("," + only + ",").find("," + c.family + ",") == std::string::npos;
+    });
   if (list) return list_cases(cases);
   try {
     if (device_count() == 0) throw NoDeviceError("no GPU");

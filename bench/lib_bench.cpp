@@ -10,13 +10,13 @@
 //   without the profiler, and what one timed CUDA event and its synchronize add on their own.
 // Device times: CUDA events, warm-up, median (bench_util.hpp). Without a GPU it prints
 // {"device": null, ...} and exits 0. Results are checked; failures go under "errors".
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "bench_util.hpp"
 #include "kiln/kiln.hpp"
@@ -31,15 +31,17 @@ std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') out += "\\n";
-    else if (static_cast<unsigned char>(c) >= 0x20) out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (static_cast<unsigned char>(c) >= 0x20)
+      out += c;
   }
   return out + "\"";
 }
 
 void add(const std::string& name, const char* metric, double value, const std::string& extra = "") {
-  g_cases.push_back(fmt::format("{{\"name\": {}, \"metric\": {}, \"value\": {:.6g}{}}}", quoted(name),
-                                quoted(metric), value, extra));
+  g_cases.push_back(fmt::format("{{\"name\": {}, \"metric\": {}, \"value\": {:.6g}{}}}",
+                                quoted(name), quoted(metric), value, extra));
   std::fprintf(stderr, "%-28s %10.4f %s\n", name.c_str(), value, metric);
 }
 
@@ -49,8 +51,8 @@ void guarded(const char* group, F&& f) {
     f();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kiln_lib_bench: %s failed: %s\n", group, e.what());
-    g_errors.push_back(fmt::format("{{\"case\": {}, \"error\": {}}}", quoted(group),
-                                   quoted(e.what())));
+    g_errors.push_back(
+        fmt::format("{{\"case\": {}, \"error\": {}}}", quoted(group), quoted(e.what())));
   }
 }
 
@@ -67,7 +69,12 @@ void bench_sort() {
   guarded("sort_50M_f32", [&] {
     ndarray x = rng.random({n}, float32);
     ndarray s;
-    const double ms = bench::median_device_ms([&] { s = ndarray(); s = sort(x); }, 3, 20);
+    const double ms = bench::median_device_ms(
+        [&] {
+          s = ndarray();
+          s = sort(x);
+        },
+        3, 20);
     if (!sorted_ok(s, 997)) throw Error("sort_50M_f32: result not sorted");
     add("sort_50M_f32", "ms", ms);
   });
@@ -76,7 +83,12 @@ void bench_sort() {
     ndarray x = empty({n}, float64);
     sine(x);
     ndarray s;
-    const double ms = bench::median_device_ms([&] { s = ndarray(); s = sort(x); }, 3, 20);
+    const double ms = bench::median_device_ms(
+        [&] {
+          s = ndarray();
+          s = sort(x);
+        },
+        3, 20);
     if (!sorted_ok(s, 997)) throw Error("sort_50M_f64_sine: result not sorted");
     add("sort_50M_f64_sine", "ms", ms);
   });
@@ -108,9 +120,11 @@ void bench_svd() {
       const auto s = r.s.get<double>();
       if (s_ref.empty()) s_ref = s;
       double sdiff = 0;
-      for (std::size_t i = 0; i < s.size(); ++i) sdiff = std::max(sdiff, std::abs(s[i] - s_ref[i]) / s_ref[0]);
-      add(name, "ms", ms, fmt::format(", \"reconstruction_error\": {:.3e}, \"s_diff_vs_gesvd\": {:.3e}",
-                                      err, sdiff));
+      for (std::size_t i = 0; i < s.size(); ++i)
+        sdiff = std::max(sdiff, std::abs(s[i] - s_ref[i]) / s_ref[0]);
+      add(name, "ms", ms,
+          fmt::format(", \"reconstruction_error\": {:.3e}, \"s_diff_vs_gesvd\": {:.3e}", err,
+                      sdiff));
       if (!(err < 1e-10)) throw Error(fmt::format("{}: reconstruction error {:.3e}", name, err));
     });
   }
@@ -130,12 +144,17 @@ void bench_matmul() {
     guarded(name.c_str(), [&] {
       ndarray c;
       const double ms = bench::median_device_ms(
-          [&] { c = ndarray(); c = linalg::matmul(a, b, {.allow_tf32 = tf32}); }, 2, 10);
+          [&] {
+            c = ndarray();
+            c = linalg::matmul(a, b, {.allow_tf32 = tf32});
+          },
+          2, 10);
       const double got = double(c(5, 7).get<float>()[0]);
       const double rel = std::abs(got - ref) / ref;
       add(name, "TFLOP/s", 2.0 * double(n) * n * n / (ms * 1e-3) / 1e12,
           fmt::format(", \"ms\": {:.4f}, \"spot_rel_error\": {:.3e}", ms, rel));
-      if (rel > (tf32 ? 1e-2 : 1e-4)) throw Error(fmt::format("{}: element (5, 7) off by {:.3e}", name, rel));
+      if (rel > (tf32 ? 1e-2 : 1e-4))
+        throw Error(fmt::format("{}: element (5, 7) off by {:.3e}", name, rel));
     });
   }
 }
@@ -149,7 +168,9 @@ void bench_profiler() {
     const Stream s = current_stream();
     s.synchronize();
     using clock = std::chrono::steady_clock;
-    auto us = [](clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+    auto us = [](clock::duration d) {
+      return std::chrono::duration<double, std::micro>(d).count();
+    };
     constexpr int kRuns = 2000;
     // Best of 7 rounds of kRuns runs each, for: the call timed as benchmark times it (clock
     // reads around it, a synchronize after it) without events; profiler::benchmark; and the
@@ -171,9 +192,11 @@ void bench_profiler() {
       plain_call = std::min(plain_call, calls / kRuns);
 
       w0 = clock::now();
-      const auto r = profiler::benchmark(fn, {.n_repeat = kRuns, .n_warmup = 0, .name = "profiled_add"});
+      const auto r =
+          profiler::benchmark(fn, {.n_repeat = kRuns, .n_warmup = 0, .name = "profiled_add"});
       profiled_wall = std::min(profiled_wall, us(clock::now() - w0) / kRuns);
-      if (r.cpu_times_us.size() != std::size_t(kRuns)) throw Error("profiler returned the wrong number of runs");
+      if (r.cpu_times_us.size() != std::size_t(kRuns))
+        throw Error("profiler returned the wrong number of runs");
       double reported = 0;
       for (double t : r.cpu_times_us) reported += t;
       reported_call = std::min(reported_call, reported / kRuns);
@@ -190,8 +213,8 @@ void bench_profiler() {
         fmt::format(", \"plain_call_us\": {:.3f}, \"reported_call_us\": {:.3f}, \"target\": 1.0, "
                     "\"plain_wall_per_run_us\": {:.3f}, \"profiled_wall_per_run_us\": {:.3f}, "
                     "\"wall_added_per_run_us\": {:.3f}, \"one_timed_event_wall_added_us\": {:.3f}",
-                    plain_call, reported_call, plain_wall, profiled_wall, profiled_wall - plain_wall,
-                    event_wall - plain_wall));
+                    plain_call, reported_call, plain_wall, profiled_wall,
+                    profiled_wall - plain_wall, event_wall - plain_wall));
     if (z.get<float>()[0] != 3.0f) throw Error("profiled_add gave a wrong result");
   });
 }
@@ -208,7 +231,8 @@ int main() {
   bench_svd();
   bench_matmul();
   bench_profiler();
-  std::string out = fmt::format("{{\"device\": {}, \"cases\": [", quoted(device_properties(0).name));
+  std::string out =
+      fmt::format("{{\"device\": {}, \"cases\": [", quoted(device_properties(0).name));
   for (std::size_t i = 0; i < g_cases.size(); ++i) out += (i ? ",\n  " : "\n  ") + g_cases[i];
   out += "],\n \"errors\": [";
   for (std::size_t i = 0; i < g_errors.size(); ++i) out += (i ? ", " : "") + g_errors[i];

@@ -26,8 +26,11 @@ int main() try {
   const std::size_t probe = 4096;  // the first elements, checked after each step
 
   std::vector<double> c = h;
-  auto cpu1 = kiln::profiler::benchmark([&] { for (double& v : c) v *= 5; },
-                                        {.n_repeat = 3, .n_warmup = 0, .name = "CPU x *= 5"});
+  auto cpu1 = kiln::profiler::benchmark(
+      [&] {
+        for (double& v : c) v *= 5;
+      },
+      {.n_repeat = 3, .n_warmup = 0, .name = "CPU x *= 5"});
   auto gpu1 = kiln::profiler::benchmark([&] { x *= 5; },
                                         {.n_repeat = 3, .n_warmup = 0, .name = "GPU x *= 5"});
   auto g1 = x(0, 0, kiln::slice(0, 500)).get<double>();
@@ -47,8 +50,10 @@ int main() try {
     x *= x;
     x += x;
   };
-  auto cpu2 = kiln::profiler::benchmark(chain_cpu, {.n_repeat = 1, .n_warmup = 0, .name = "CPU chain"});
-  auto gpu2 = kiln::profiler::benchmark(chain_gpu, {.n_repeat = 1, .n_warmup = 0, .name = "GPU chain"});
+  auto cpu2 =
+      kiln::profiler::benchmark(chain_cpu, {.n_repeat = 1, .n_warmup = 0, .name = "CPU chain"});
+  auto gpu2 =
+      kiln::profiler::benchmark(chain_gpu, {.n_repeat = 1, .n_warmup = 0, .name = "GPU chain"});
   auto g2 = x.reshape({n})(kiln::slice(0, std::int64_t(probe))).get<double>();
   for (std::size_t i = 0; i < probe; ++i) ok &= std::abs(g2[i] - c[i]) <= 1e-12 * std::abs(c[i]);
 

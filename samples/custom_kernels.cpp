@@ -31,7 +31,8 @@ int main() try {
   kiln::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
   std::vector<float> hm(10 * 500);
   for (auto& v : hm) v = u(rng);
-  kiln::ndarray norms = l2norm(kiln::asarray(hm, kiln::Shape{10, 500}), kiln::reduce_options{.axis = 1});
+  kiln::ndarray norms =
+      l2norm(kiln::asarray(hm, kiln::Shape{10, 500}), kiln::reduce_options{.axis = 1});
   auto gn = norms.get<float>();
   bool ok2 = gn.size() == 10;
   for (std::size_t r = 0; r < 10 && ok2; ++r) {

@@ -7,9 +7,8 @@
 //
 // A cache miss raises kiln::CacheMissError (exit 1); without a GPU it exits 77 (SKIPPED).
 #include <cstdio>
-#include <vector>
-
 #include <kiln/kiln.hpp>
+#include <vector>
 
 #include "sample_util.hpp"
 

@@ -26,7 +26,8 @@ int main() try {
   ok &= kiln::current_device() == 0;
 
   kiln::Stream s1(true), s2(true);
-  kiln::ndarray a = kiln::empty({1 << 24}, kiln::float32), b = kiln::empty({1 << 24}, kiln::float32);
+  kiln::ndarray a = kiln::empty({1 << 24}, kiln::float32),
+                b = kiln::empty({1 << 24}, kiln::float32);
   kiln::current_stream().synchronize();  // the arrays were allocated on the null stream
   kiln::Event start1, stop1, start2, stop2;
   {

@@ -12,7 +12,8 @@ int main() try {
   if (sample::no_gpu("fused_vs_unfused")) return sample::kSkipped;
   const std::int64_t n = std::int64_t(1) << 28;
   auto rng = kiln::random::default_rng(8);
-  kiln::ndarray x = rng.uniform(-4, 4, {n}, kiln::float32), y = rng.uniform(-4, 4, {n}, kiln::float32);
+  kiln::ndarray x = rng.uniform(-4, 4, {n}, kiln::float32),
+                y = rng.uniform(-4, 4, {n}, kiln::float32);
   kiln::ndarray fused, unfused;
   auto f = kiln::profiler::benchmark([&] { fused = kiln::sin(x) * 5 + y * y; },
                                      {.n_repeat = 20, .n_warmup = 2, .name = "fused (1 kernel)"});
@@ -33,7 +34,8 @@ int main() try {
   const double fm = mean(f.gpu_times_us), um = mean(u.gpu_times_us);
   std::printf("fused %.3f ms (%.0f GB/s), unfused %.3f ms: %.1fx\n", fm,
               3.0 * double(n) * 4 / fm / 1e6, um, um / fm);
-  auto a = fused(kiln::slice(0, 1 << 16)).get<float>(), b = unfused(kiln::slice(0, 1 << 16)).get<float>();
+  auto a = fused(kiln::slice(0, 1 << 16)).get<float>(),
+       b = unfused(kiln::slice(0, 1 << 16)).get<float>();
   auto hx = x(kiln::slice(0, 1 << 16)).get<float>(), hy = y(kiln::slice(0, 1 << 16)).get<float>();
   bool ok = true;
   for (std::size_t i = 0; i < a.size(); ++i) {

@@ -14,8 +14,12 @@ int main() try {
   auto cpu = kiln::profiler::benchmark([&] { host.assign(std::size_t(n), 1.0); },
                                        {.n_repeat = 3, .n_warmup = 1, .name = "CPU std::vector"});
   kiln::ndarray x;
-  auto gpu = kiln::profiler::benchmark([&] { x = kiln::ndarray(); x = kiln::ones({n}); },
-                                       {.n_repeat = 10, .n_warmup = 1, .name = "GPU kiln::ones"});
+  auto gpu = kiln::profiler::benchmark(
+      [&] {
+        x = kiln::ndarray();
+        x = kiln::ones({n});
+      },
+      {.n_repeat = 10, .n_warmup = 1, .name = "GPU kiln::ones"});
   std::printf("%s\n%s\n", cpu.str().c_str(), gpu.str().c_str());
   double cpu_ms = 0, gpu_ms = 0;
   for (double t : cpu.cpu_times_us) cpu_ms += t / 1e3 / double(cpu.cpu_times_us.size());

@@ -2,7 +2,6 @@
 // Shared by the samples: the no-GPU exit and a wall-clock timer.
 #include <chrono>
 #include <cstdio>
-
 #include <kiln/kiln.hpp>
 
 namespace sample {

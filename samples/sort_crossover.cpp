@@ -16,8 +16,8 @@
 int main(int argc, char** argv) try {
   if (sample::no_gpu("sort_crossover")) return sample::kSkipped;
   const std::string dir = argc > 1 ? argv[1] : ".";
-  const std::int64_t sizes[] = {1000, 3000, 10000, 30000, 100000, 300000, 1000000,
-                                3000000, 10000000, 50000000};
+  const std::int64_t sizes[] = {1000,   3000,    10000,   30000,    100000,
+                                300000, 1000000, 3000000, 10000000, 50000000};
   kiln::sort(kiln::asarray<double>({3, 1, 2}));  // warm-up
   kiln::synchronize_device();
   const std::string csv_path = dir + "/sort_crossover.csv";
@@ -38,7 +38,10 @@ int main(int argc, char** argv) try {
     for (int r = 0; r < reps; ++r) {
       std::vector<double> c = h;
       cpu_ms = std::min(cpu_ms, sample::wall_ms([&] { std::sort(c.begin(), c.end()); }));
-      gpu_ms = std::min(gpu_ms, sample::wall_ms([&] { s = kiln::sort(d); kiln::synchronize_device(); }));
+      gpu_ms = std::min(gpu_ms, sample::wall_ms([&] {
+                          s = kiln::sort(d);
+                          kiln::synchronize_device();
+                        }));
       if (r == 0) ok &= s.get<double>() == c;
     }
     if (crossover < 0 && gpu_ms < cpu_ms) crossover = n;
@@ -47,7 +50,8 @@ int main(int argc, char** argv) try {
   }
   std::fclose(csv);
   if (crossover > 0)
-    std::printf("crossover: the GPU is faster from %lld elements on\n", static_cast<long long>(crossover));
+    std::printf("crossover: the GPU is faster from %lld elements on\n",
+                static_cast<long long>(crossover));
   else
     std::printf("crossover: the GPU was not faster at any size tried\n");
   std::printf("wrote %s\n", csv_path.c_str());
@@ -57,10 +61,14 @@ int main(int argc, char** argv) try {
         "gnuplot -e \"set terminal png size 800,500; set output '" + png +
         "'; set datafile separator ','; set logscale xy; set key left; set xlabel 'elements';"
         " set ylabel 'ms'; set title 'sort of sin(i), float64';"
-        " plot '" + csv_path + "' every ::1 using 1:2 with linespoints title 'CPU std::sort',"
+        " plot '" +
+        csv_path +
+        "' every ::1 using 1:2 with linespoints title 'CPU std::sort',"
         " '' every ::1 using 1:3 with linespoints title 'GPU kiln::sort'\"";
-    if (std::system(cmd.c_str()) == 0) std::printf("wrote %s\n", png.c_str());
-    else std::printf("gnuplot failed; no plot\n");
+    if (std::system(cmd.c_str()) == 0)
+      std::printf("wrote %s\n", png.c_str());
+    else
+      std::printf("gnuplot failed; no plot\n");
   } else {
     std::printf("gnuplot not installed: no plot (the CSV has the numbers)\n");
   }

@@ -21,8 +21,14 @@ int main() try {
   kiln::synchronize_device();
 
   kiln::ndarray x, s, z;
-  const double gen_ms = sample::wall_ms([&] { x = rng.random({n}); kiln::synchronize_device(); });
-  const double sort_ms = sample::wall_ms([&] { s = kiln::sort(x); kiln::synchronize_device(); });
+  const double gen_ms = sample::wall_ms([&] {
+    x = rng.random({n});
+    kiln::synchronize_device();
+  });
+  const double sort_ms = sample::wall_ms([&] {
+    s = kiln::sort(x);
+    kiln::synchronize_device();
+  });
   const double norm_ms = sample::wall_ms([&] {
     auto m = s.reshape({rows, cols});
     z = normalize(m, m(kiln::all, kiln::slice(cols - 1, cols)));  // (rows, 1) broadcasts
@@ -48,7 +54,8 @@ int main() try {
     if (!(std::abs(g[i] - h[i]) <= 1e-12 * std::abs(h[i]))) ++bad;
   std::printf("allclose(GPU, CPU): %s (%lld of %lld differ)\n", bad ? "False" : "True",
               static_cast<long long>(bad), static_cast<long long>(n));
-  std::printf("%s\n", bad ? "sort_normalize_50m: WRONG results" : "sort_normalize_50m: results checked");
+  std::printf("%s\n",
+              bad ? "sort_normalize_50m: WRONG results" : "sort_normalize_50m: results checked");
   return bad ? 1 : 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "sort_normalize_50m: %s\n", e.what());

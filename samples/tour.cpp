@@ -4,7 +4,6 @@
 // not read as passed); `tools/setup.sh --demo` then precompiles the kernel with kiln-cache
 // instead (code generation, NVRTC and the cache need no GPU).
 #include <cstdio>
-
 #include <kiln/kiln.hpp>
 
 #include "kiln/cache/cache_config.hpp"
@@ -22,9 +21,10 @@ const kiln::ElementwiseKernel& my_kernel() {
 
 int main() try {
   if (kiln::device_count() == 0) {
-    std::printf("SKIPPED: no GPU (%s); the tour launches kernels, so it checked nothing.\n"
-                "Without a GPU, tools/setup.sh --demo precompiles its kernel with kiln-cache.\n",
-                kiln::no_device_reason().c_str());
+    std::printf(
+        "SKIPPED: no GPU (%s); the tour launches kernels, so it checked nothing.\n"
+        "Without a GPU, tools/setup.sh --demo precompiles its kernel with kiln-cache.\n",
+        kiln::no_device_reason().c_str());
     return 77;
   }
   for (int d = 0; d < kiln::device_count(); ++d) {

@@ -6,10 +6,9 @@
 //   ctest reports as SKIPPED;
 // - any other run leaves the tests this machine cannot run out of every filter term, and says so.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -59,7 +58,8 @@ int main(int argc, char** argv) {
   auto& specs = session.configData().testsOrTags;
 
   const int gpus = kiln::device_count();
-  const std::string gpu_count = std::to_string(gpus) + (gpus ? "" : ": " + kiln::no_device_reason());
+  const std::string gpu_count =
+      std::to_string(gpus) + (gpus ? "" : ": " + kiln::no_device_reason());
   struct Need {
     const char* tag;
     bool met;

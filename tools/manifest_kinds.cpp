@@ -70,8 +70,8 @@ class Fields {
     if (!v->is_array()) bad(f, "a list of integers");
     std::vector<int> out;
     for (std::size_t k = 0; k < v->size(); ++k)
-      out.push_back(checked_int((*v)[k], "field '" + std::string(f) + "[" + std::to_string(k) + "]'",
-                                lo, hi));
+      out.push_back(checked_int(
+          (*v)[k], "field '" + std::string(f) + "[" + std::to_string(k) + "]'", lo, hi));
     return out;
   }
   const json* take(const char* f) {
@@ -118,7 +118,8 @@ std::string describe(const codegen::ElementwiseSpec& s) {
   std::string v = s.layout == codegen::Layout::contiguous
                       ? "contiguous w" + std::to_string(s.vector_width)
                       : "strided ndim " + std::to_string(s.ndim);
-  if (s.layout == codegen::Layout::strided && s.vector_width > 1) v += " w" + std::to_string(s.vector_width);
+  if (s.layout == codegen::Layout::strided && s.vector_width > 1)
+    v += " w" + std::to_string(s.vector_width);
   if (s.layout == codegen::Layout::tiled) {
     v = "tiled staged";
     for (int k = 0; k < s.nparams; ++k)
@@ -247,13 +248,14 @@ std::vector<PrecompileJob> expand_raw(const Manifest& m, const ManifestEntry& e,
   const std::string name = f.str("name", false);
   const std::string code = f.str("code", false), file = f.str("file", false);
   f.finish();
-  const std::filesystem::path path =
-      has_file ? std::filesystem::path(file).is_absolute() ? std::filesystem::path(file)
-                                                           : m.path.parent_path() / file
-               : std::filesystem::path();
+  const std::filesystem::path path = has_file ? std::filesystem::path(file).is_absolute()
+                                                    ? std::filesystem::path(file)
+                                                    : m.path.parent_path() / file
+                                              : std::filesystem::path();
   std::vector<cache::CompileRequest> reqs;
   if (!name.empty()) {
-    const RawKernel k = has_file ? RawKernel::from_file(path, name, opts) : RawKernel(code, name, opts);
+    const RawKernel k =
+        has_file ? RawKernel::from_file(path, name, opts) : RawKernel(code, name, opts);
     reqs = k.compile_requests(arch);
   } else {
     const RawModule mod = has_file ? RawModule::from_file(path, opts) : RawModule(code, opts);
@@ -300,9 +302,8 @@ std::vector<PrecompileJob> expand_expression(const Manifest&, const ManifestEntr
 }
 
 constexpr ManifestKind kKinds[] = {
-    {"elementwise", expand_elementwise}, {"reduction", expand_reduction},
-    {"raw", expand_raw},                 {"expression", expand_expression},
-    {"source", expand_source},
+    {"elementwise", expand_elementwise}, {"reduction", expand_reduction}, {"raw", expand_raw},
+    {"expression", expand_expression},   {"source", expand_source},
 };
 
 }  // namespace

@@ -4,50 +4,97 @@
 // are chosen at compile time. Follows kiln_core.cuh (and kiln_complex.cuh for complex kernels).
 
 // kiln-section kiln_xint
-template <class T> struct kiln_xint { static constexpr bool value = false, is_signed = false; };
-template <> struct kiln_xint<bool> { static constexpr bool value = true, is_signed = false; };
-template <> struct kiln_xint<signed char> { static constexpr bool value = true, is_signed = true; };
-template <> struct kiln_xint<short> { static constexpr bool value = true, is_signed = true; };
-template <> struct kiln_xint<int> { static constexpr bool value = true, is_signed = true; };
-template <> struct kiln_xint<long long> { static constexpr bool value = true, is_signed = true; };
-template <> struct kiln_xint<unsigned char> { static constexpr bool value = true, is_signed = false; };
-template <> struct kiln_xint<unsigned short> { static constexpr bool value = true, is_signed = false; };
-template <> struct kiln_xint<unsigned int> { static constexpr bool value = true, is_signed = false; };
-template <> struct kiln_xint<unsigned long long> { static constexpr bool value = true, is_signed = false; };
+template <class T>
+struct kiln_xint {
+  static constexpr bool value = false, is_signed = false;
+};
+template <>
+struct kiln_xint<bool> {
+  static constexpr bool value = true, is_signed = false;
+};
+template <>
+struct kiln_xint<signed char> {
+  static constexpr bool value = true, is_signed = true;
+};
+template <>
+struct kiln_xint<short> {
+  static constexpr bool value = true, is_signed = true;
+};
+template <>
+struct kiln_xint<int> {
+  static constexpr bool value = true, is_signed = true;
+};
+template <>
+struct kiln_xint<long long> {
+  static constexpr bool value = true, is_signed = true;
+};
+template <>
+struct kiln_xint<unsigned char> {
+  static constexpr bool value = true, is_signed = false;
+};
+template <>
+struct kiln_xint<unsigned short> {
+  static constexpr bool value = true, is_signed = false;
+};
+template <>
+struct kiln_xint<unsigned int> {
+  static constexpr bool value = true, is_signed = false;
+};
+template <>
+struct kiln_xint<unsigned long long> {
+  static constexpr bool value = true, is_signed = false;
+};
 
 // kiln-section kiln_isnan
-template <class T> __device__ __forceinline__ bool kiln_isnan(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return isnan(a.real()) || isnan(a.imag());
-  else if constexpr (kiln_xint<T>::value) return false;
-  else return isnan(a);
+template <class T>
+__device__ __forceinline__ bool kiln_isnan(T a) {
+  if constexpr (kiln_traits<T>::is_complex)
+    return isnan(a.real()) || isnan(a.imag());
+  else if constexpr (kiln_xint<T>::value)
+    return false;
+  else
+    return isnan(a);
 }
-template <class T> __device__ __forceinline__ bool kiln_isinf(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return isinf(a.real()) || isinf(a.imag());
-  else if constexpr (kiln_xint<T>::value) return false;
-  else return isinf(a);
+template <class T>
+__device__ __forceinline__ bool kiln_isinf(T a) {
+  if constexpr (kiln_traits<T>::is_complex)
+    return isinf(a.real()) || isinf(a.imag());
+  else if constexpr (kiln_xint<T>::value)
+    return false;
+  else
+    return isinf(a);
 }
-template <class T> __device__ __forceinline__ bool kiln_isfinite(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return isfinite(a.real()) && isfinite(a.imag());
-  else if constexpr (kiln_xint<T>::value) return true;
-  else return isfinite(a);
+template <class T>
+__device__ __forceinline__ bool kiln_isfinite(T a) {
+  if constexpr (kiln_traits<T>::is_complex)
+    return isfinite(a.real()) && isfinite(a.imag());
+  else if constexpr (kiln_xint<T>::value)
+    return true;
+  else
+    return isfinite(a);
 }
 
 // kiln-section kiln_lt
 // Complex numbers order lexicographically, as NumPy's.
-template <class T> __device__ __forceinline__ bool kiln_lt(T a, T b) {
+template <class T>
+__device__ __forceinline__ bool kiln_lt(T a, T b) {
   if constexpr (kiln_traits<T>::is_complex)
     return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
-  else return a < b;
+  else
+    return a < b;
 }
-template <class T> __device__ __forceinline__ bool kiln_le(T a, T b) {
+template <class T>
+__device__ __forceinline__ bool kiln_le(T a, T b) {
   if constexpr (kiln_traits<T>::is_complex)
     return a.real() < b.real() || (a.real() == b.real() && a.imag() <= b.imag());
-  else return a <= b;
+  else
+    return a <= b;
 }
 
 // kiln-section kiln_floordiv
 // Integer division by zero is 0 (NumPy warns, never traps); MIN / -1 wraps.
-template <class T> __device__ __forceinline__ T kiln_floordiv(T a, T b) {
+template <class T>
+__device__ __forceinline__ T kiln_floordiv(T a, T b) {
   if constexpr (kiln_xint<T>::value) {
     if (b == 0) return T(0);
     if constexpr (kiln_xint<T>::is_signed) {
@@ -71,7 +118,8 @@ template <class T> __device__ __forceinline__ T kiln_floordiv(T a, T b) {
 }
 
 // kiln-section kiln_mod
-template <class T> __device__ __forceinline__ T kiln_mod(T a, T b) {
+template <class T>
+__device__ __forceinline__ T kiln_mod(T a, T b) {
   if constexpr (kiln_xint<T>::value) {
     if (b == 0) return T(0);
     if constexpr (kiln_xint<T>::is_signed) {
@@ -96,14 +144,19 @@ template <class T> __device__ __forceinline__ T kiln_mod(T a, T b) {
 
 // kiln-section kiln_pow
 // Integer powers by squaring (wrapping); a negative exponent gives 0 (NumPy raises).
-template <class T> __device__ __forceinline__ T kiln_pow(T a, T b) {
+template <class T>
+__device__ __forceinline__ T kiln_pow(T a, T b) {
   if constexpr (kiln_xint<T>::value) {
     if constexpr (kiln_xint<T>::is_signed) {
       if (b < 0) return a == 1 ? T(1) : a == T(-1) ? T((b & 1) ? -1 : 1) : T(0);
     }
     unsigned long long r = 1, x = static_cast<unsigned long long>(a);
     unsigned long long e = static_cast<unsigned long long>(b);
-    while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
+    while (e) {
+      if (e & 1) r *= x;
+      x *= x;
+      e >>= 1;
+    }
     return T(r);
   } else {
     return pow(a, b);
@@ -112,40 +165,50 @@ template <class T> __device__ __forceinline__ T kiln_pow(T a, T b) {
 
 // kiln-section kiln_maximum
 // maximum/minimum propagate NaN (the first NaN), as NumPy's.
-template <class T> __device__ __forceinline__ T kiln_maximum(T a, T b) {
+template <class T>
+__device__ __forceinline__ T kiln_maximum(T a, T b) {
   if (kiln_isnan(a)) return a;
   if (kiln_isnan(b)) return b;
   return kiln_lt(a, b) ? b : a;
 }
-template <class T> __device__ __forceinline__ T kiln_minimum(T a, T b) {
+template <class T>
+__device__ __forceinline__ T kiln_minimum(T a, T b) {
   if (kiln_isnan(a)) return a;
   if (kiln_isnan(b)) return b;
   return kiln_lt(b, a) ? b : a;
 }
 
 // kiln-section kiln_fmax
-template <class T> __device__ __forceinline__ T kiln_fmax(T a, T b) {
+template <class T>
+__device__ __forceinline__ T kiln_fmax(T a, T b) {
   if (kiln_isnan(b)) return a;
   if (kiln_isnan(a)) return b;
   return kiln_lt(a, b) ? b : a;
 }
-template <class T> __device__ __forceinline__ T kiln_fmin(T a, T b) {
+template <class T>
+__device__ __forceinline__ T kiln_fmin(T a, T b) {
   if (kiln_isnan(b)) return a;
   if (kiln_isnan(a)) return b;
   return kiln_lt(b, a) ? b : a;
 }
 
 // kiln-section kiln_abs
-template <class T> __device__ __forceinline__ auto kiln_abs(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return abs(a);
-  else if constexpr (kiln_xint<T>::value && !kiln_xint<T>::is_signed) return a;
-  else if constexpr (kiln_xint<T>::value) return T(a < 0 ? -a : a);
-  else return fabs(a);
+template <class T>
+__device__ __forceinline__ auto kiln_abs(T a) {
+  if constexpr (kiln_traits<T>::is_complex)
+    return abs(a);
+  else if constexpr (kiln_xint<T>::value && !kiln_xint<T>::is_signed)
+    return a;
+  else if constexpr (kiln_xint<T>::value)
+    return T(a < 0 ? -a : a);
+  else
+    return fabs(a);
 }
 
 // kiln-section kiln_sign
 // Complex: NumPy 2's z / |z|; an infinite part gives +-1 on its axis (both infinite: nan).
-template <class T> __device__ __forceinline__ T kiln_sign(T a) {
+template <class T>
+__device__ __forceinline__ T kiln_sign(T a) {
   if constexpr (kiln_traits<T>::is_complex) {
     typedef typename T::value_type V;
     const V x = a.real(), y = a.imag(), h = hypot(x, y);
@@ -166,7 +229,8 @@ template <class T> __device__ __forceinline__ T kiln_sign(T a) {
 
 // kiln-section kiln_reciprocal
 // Complex: NumPy's own formula (not 1 / z), each step rounded once: its results bit for bit.
-template <class T> __device__ __forceinline__ T kiln_reciprocal(T a) {
+template <class T>
+__device__ __forceinline__ T kiln_reciprocal(T a) {
   if constexpr (kiln_xint<T>::value) {
     return a == 0 ? T(0) : T(1 / a);
   } else if constexpr (kiln_traits<T>::is_complex) {
@@ -182,72 +246,116 @@ template <class T> __device__ __forceinline__ T kiln_reciprocal(T a) {
     return T(1) / a;
   }
 }
-template <class T> __device__ __forceinline__ T kiln_square(T a) { return T(a * a); }
+template <class T>
+__device__ __forceinline__ T kiln_square(T a) {
+  return T(a * a);
+}
 
 // kiln-section kiln_floor
 // floor/ceil/trunc keep integers (NumPy 2); rint of complex rounds both parts.
-template <class T> __device__ __forceinline__ T kiln_floor(T a) {
-  if constexpr (kiln_xint<T>::value) return a; else return floor(a);
+template <class T>
+__device__ __forceinline__ T kiln_floor(T a) {
+  if constexpr (kiln_xint<T>::value)
+    return a;
+  else
+    return floor(a);
 }
-template <class T> __device__ __forceinline__ T kiln_ceil(T a) {
-  if constexpr (kiln_xint<T>::value) return a; else return ceil(a);
+template <class T>
+__device__ __forceinline__ T kiln_ceil(T a) {
+  if constexpr (kiln_xint<T>::value)
+    return a;
+  else
+    return ceil(a);
 }
-template <class T> __device__ __forceinline__ T kiln_trunc(T a) {
-  if constexpr (kiln_xint<T>::value) return a; else return trunc(a);
+template <class T>
+__device__ __forceinline__ T kiln_trunc(T a) {
+  if constexpr (kiln_xint<T>::value)
+    return a;
+  else
+    return trunc(a);
 }
-template <class T> __device__ __forceinline__ T kiln_rint(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return T(rint(a.real()), rint(a.imag()));
-  else return rint(a);
+template <class T>
+__device__ __forceinline__ T kiln_rint(T a) {
+  if constexpr (kiln_traits<T>::is_complex)
+    return T(rint(a.real()), rint(a.imag()));
+  else
+    return rint(a);
 }
 
 // kiln-section kiln_shift
 // Shifts past the width give 0 (or -1 for a negative value shifted right), as NumPy's.
-template <class T> __device__ __forceinline__ T kiln_lshift(T a, T b) {
+template <class T>
+__device__ __forceinline__ T kiln_lshift(T a, T b) {
   if (b < 0 || static_cast<unsigned long long>(b) >= sizeof(T) * 8) return T(0);
   return T(static_cast<unsigned long long>(a) << b);
 }
-template <class T> __device__ __forceinline__ T kiln_rshift(T a, T b) {
+template <class T>
+__device__ __forceinline__ T kiln_rshift(T a, T b) {
   if (b < 0 || static_cast<unsigned long long>(b) >= sizeof(T) * 8) return T(a < 0 ? -1 : 0);
   return T(a >> b);
 }
 
 // kiln-section kiln_invert
-template <class T> __device__ __forceinline__ T kiln_invert(T a) {
-  if constexpr (kiln_same<T, bool>::value) return !a; else return T(~a);
+template <class T>
+__device__ __forceinline__ T kiln_invert(T a) {
+  if constexpr (kiln_same<T, bool>::value)
+    return !a;
+  else
+    return T(~a);
 }
 
 // kiln-section kiln_real
-template <class T> __device__ __forceinline__ auto kiln_real(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return a.real(); else return a;
+template <class T>
+__device__ __forceinline__ auto kiln_real(T a) {
+  if constexpr (kiln_traits<T>::is_complex)
+    return a.real();
+  else
+    return a;
 }
-template <class T> __device__ __forceinline__ auto kiln_imag(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return a.imag(); else return T(0);
+template <class T>
+__device__ __forceinline__ auto kiln_imag(T a) {
+  if constexpr (kiln_traits<T>::is_complex)
+    return a.imag();
+  else
+    return T(0);
 }
-template <class T> __device__ __forceinline__ T kiln_conj(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return T(a.real(), -a.imag()); else return a;
+template <class T>
+__device__ __forceinline__ T kiln_conj(T a) {
+  if constexpr (kiln_traits<T>::is_complex)
+    return T(a.real(), -a.imag());
+  else
+    return a;
 }
-template <class T> __device__ __forceinline__ auto kiln_angle(T a) {
-  if constexpr (kiln_traits<T>::is_complex) return atan2(a.imag(), a.real());
-  else return atan2(T(0), a);
+template <class T>
+__device__ __forceinline__ auto kiln_angle(T a) {
+  if constexpr (kiln_traits<T>::is_complex)
+    return atan2(a.imag(), a.real());
+  else
+    return atan2(T(0), a);
 }
 
 // kiln-section kiln_cmath
 // Functions the device complex type lacks, from the ones it has.
-template <class T> __device__ __forceinline__ T kiln_exp2(T a) {
+template <class T>
+__device__ __forceinline__ T kiln_exp2(T a) {
   if constexpr (kiln_traits<T>::is_complex) {
     typedef typename T::value_type V;
     return exp(a * V(0.693147180559945309417232121458176568));
-  } else return exp2(a);
+  } else
+    return exp2(a);
 }
-template <class T> __device__ __forceinline__ T kiln_log2(T a) {
+template <class T>
+__device__ __forceinline__ T kiln_log2(T a) {
   if constexpr (kiln_traits<T>::is_complex) {
     typedef typename T::value_type V;
     return log(a) * V(1.44269504088896340735992468100189214);
-  } else return log2(a);
+  } else
+    return log2(a);
 }
 // expm1 of complex: NumPy's (expm1(x) cos y - 2 sin^2(y/2), e^x sin y), free of the
 // cos y - 1 cancellation near 0 (expm1(1e-30j) has real part -5e-61), infinities as NumPy's.
-template <class T> __device__ __forceinline__ T kiln_expm1(T a) {
+template <class T>
+__device__ __forceinline__ T kiln_expm1(T a) {
   if constexpr (kiln_traits<T>::is_complex) {
     typedef typename T::value_type V;
     const V x = a.real(), y = a.imag(), h = sin(y * V(0.5));
@@ -260,14 +368,16 @@ template <class T> __device__ __forceinline__ T kiln_expm1(T a) {
 // log1p(2x + x^2 + y^2) / 2 with that sum in about twice the working precision (exact
 // products and sums), so small z keep their digits (NumPy's log(hypot(1 + x, y)) loses
 // them: log1p(1e-20+0j) is 0 there); elsewhere, and for infinities and NaNs, NumPy's form.
-template <class T> __device__ __forceinline__ T kiln_log1p(T a) {
+template <class T>
+__device__ __forceinline__ T kiln_log1p(T a) {
   if constexpr (kiln_traits<T>::is_complex) {
     typedef typename T::value_type V;
     const V x = a.real(), y = a.imag(), u = x + V(1), h = hypot(u, y);
     const V im = atan2(y, u);
     if (!(h > V(0.71) && h < V(1.73)) || !isfinite(x) || !isfinite(y)) return T(log(h), im);
     // 2x + x^2 + y^2 = s (+ small corrections): x^2 and y^2 as exact pairs, then two-sums.
-    const V px = kiln_mul_rn(x, x), ex = fma(x, x, -px), py = kiln_mul_rn(y, y), ey = fma(y, y, -py);
+    const V px = kiln_mul_rn(x, x), ex = fma(x, x, -px), py = kiln_mul_rn(y, y),
+            ey = fma(y, y, -py);
     const V tx = V(2) * x;
     const V s1 = tx + px, b1 = s1 - tx, e1 = (tx - (s1 - b1)) + (px - b1);
     const V s2 = s1 + py, b2 = s2 - s1, e2 = (s1 - (s2 - b2)) + (py - b2);

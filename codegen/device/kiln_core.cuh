@@ -16,14 +16,25 @@ __device__ __forceinline__ void kiln_grid_dependency_wait() {
 #endif
 }
 
-template <bool kiln_b> struct kiln_enable {};
-template <> struct kiln_enable<true> { typedef void type; };
+template <bool kiln_b>
+struct kiln_enable {};
+template <>
+struct kiln_enable<true> {
+  typedef void type;
+};
 
-template <class kiln_A, class kiln_B> struct kiln_same { static constexpr bool value = false; };
-template <class kiln_A> struct kiln_same<kiln_A, kiln_A> { static constexpr bool value = true; };
+template <class kiln_A, class kiln_B>
+struct kiln_same {
+  static constexpr bool value = false;
+};
+template <class kiln_A>
+struct kiln_same<kiln_A, kiln_A> {
+  static constexpr bool value = true;
+};
 
 // is_complex / is_low_float (a 16-bit float, converted through float).
-template <class kiln_X> struct kiln_traits {
+template <class kiln_X>
+struct kiln_traits {
   static constexpr bool is_complex = false;
   static constexpr bool is_low_float = false;
 };
@@ -70,12 +81,28 @@ __device__ __forceinline__ kiln_To kiln_cast(const kiln_From& kiln_x) {
 }
 
 // Unsigned words of 1..16 bytes: one load or store instruction moves a whole vector.
-template <int kiln_bytes> struct kiln_word;
-template <> struct kiln_word<1> { typedef unsigned char type; };
-template <> struct kiln_word<2> { typedef unsigned short type; };
-template <> struct kiln_word<4> { typedef unsigned int type; };
-template <> struct kiln_word<8> { typedef uint2 type; };
-template <> struct kiln_word<16> { typedef uint4 type; };
+template <int kiln_bytes>
+struct kiln_word;
+template <>
+struct kiln_word<1> {
+  typedef unsigned char type;
+};
+template <>
+struct kiln_word<2> {
+  typedef unsigned short type;
+};
+template <>
+struct kiln_word<4> {
+  typedef unsigned int type;
+};
+template <>
+struct kiln_word<8> {
+  typedef uint2 type;
+};
+template <>
+struct kiln_word<16> {
+  typedef uint4 type;
+};
 
 template <int kiln_w, class kiln_V>
 __device__ __forceinline__ void kiln_load(kiln_V (&kiln_dst)[kiln_w], const kiln_V* kiln_src) {
@@ -132,8 +159,8 @@ struct kiln_loop_dims {
 __device__ __forceinline__ unsigned int kiln_fastdiv(unsigned int kiln_n, int kiln_m, int kiln_s) {
   return (__umulhi(kiln_n, static_cast<unsigned int>(kiln_m)) + kiln_n) >> kiln_s;
 }
-__device__ __forceinline__ unsigned long long kiln_fastdiv(unsigned long long kiln_n, long long kiln_m,
-                                                           long long kiln_s) {
+__device__ __forceinline__ unsigned long long kiln_fastdiv(unsigned long long kiln_n,
+                                                           long long kiln_m, long long kiln_s) {
   return (__umul64hi(kiln_n, static_cast<unsigned long long>(kiln_m)) + kiln_n) >> kiln_s;
 }
 
@@ -145,7 +172,8 @@ struct kiln_multi_index {
   __device__ kiln_multi_index(kiln_A... kiln_a) : kiln_v{static_cast<long long>(kiln_a)...} {}
   template <class kiln_J>
   __device__ kiln_multi_index(const kiln_J (&kiln_a)[kiln_nd]) {
-    for (int kiln_d = 0; kiln_d < kiln_nd; ++kiln_d) kiln_v[kiln_d] = static_cast<long long>(kiln_a[kiln_d]);
+    for (int kiln_d = 0; kiln_d < kiln_nd; ++kiln_d)
+      kiln_v[kiln_d] = static_cast<long long>(kiln_a[kiln_d]);
   }
 };
 

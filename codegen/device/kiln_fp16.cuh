@@ -1,7 +1,8 @@
 // float16 (__half) for kiln_cast and kiln_traits; follows kiln_core.cuh and <cuda_fp16.h>.
 
 // kiln-section kiln_fp16
-template <> struct kiln_traits<__half> {
+template <>
+struct kiln_traits<__half> {
   static constexpr bool is_complex = false;
   static constexpr bool is_low_float = true;
   __device__ static float to_float(__half kiln_x) { return __half2float(kiln_x); }

@@ -4,7 +4,8 @@
 
 // kiln-section kiln_reduction
 template <class kiln_V>
-__device__ __forceinline__ kiln_V kiln_shfl_down(const kiln_V& kiln_x, int kiln_d, int kiln_width = 32) {
+__device__ __forceinline__ kiln_V kiln_shfl_down(const kiln_V& kiln_x, int kiln_d,
+                                                 int kiln_width = 32) {
   constexpr int kiln_w = (int(sizeof(kiln_V)) + 3) / 4;
   unsigned kiln_u[kiln_w];
   memcpy(kiln_u, &kiln_x, sizeof(kiln_V));
@@ -44,8 +45,8 @@ __device__ __forceinline__ kiln_V kiln_load_cg(const kiln_V* kiln_p) {
 // A row kernel's vector of kiln_w elements starting at element kiln_e of a row: operands
 // move along the row with unit steps, or not at all (a broadcast operand: one element, repeated).
 template <int kiln_w, class kiln_V, class kiln_I>
-__device__ __forceinline__ void kiln_row_load(kiln_V (&kiln_dst)[kiln_w], const char* kiln_row, kiln_I kiln_e,
-                                              kiln_I kiln_step) {
+__device__ __forceinline__ void kiln_row_load(kiln_V (&kiln_dst)[kiln_w], const char* kiln_row,
+                                              kiln_I kiln_e, kiln_I kiln_step) {
   if (kiln_step == 0) {
     const kiln_V kiln_v = *reinterpret_cast<const kiln_V*>(kiln_row);
 #pragma unroll

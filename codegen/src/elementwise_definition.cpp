@@ -1,9 +1,9 @@
 #include "kiln/codegen/elementwise_definition.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/format.h>
 
 #include "kiln/codegen/operation_analysis.hpp"
 #include "kiln/runtime/error.hpp"
@@ -33,8 +33,8 @@ std::string directive_lines(std::string_view code) {
 }  // namespace
 
 ElementwiseDefinition make_elementwise_definition(std::string_view in_params,
-                                                  std::string_view out_params,
-                                                  ElementwiseCode code, std::string_view name,
+                                                  std::string_view out_params, ElementwiseCode code,
+                                                  std::string_view name,
                                                   const std::vector<std::string>& options) {
   if (std::all_of(code.operation.begin(), code.operation.end(),
                   [](unsigned char c) { return std::isspace(c); }))
@@ -43,17 +43,18 @@ ElementwiseDefinition make_elementwise_definition(std::string_view in_params,
                                      name, out_params),
                          0);
   ElementwiseDefinition def;
-  static_cast<KernelDefinition&>(def) = make_kernel_definition(
-      {.kind = "elementwise",
-       .in_params = in_params,
-       .out_params = out_params,
-       .name = name,
-       .code = {code.operation, code.loop_prep, code.after_loop},
-       .preamble = code.preamble,
-       .options = &options});
+  static_cast<KernelDefinition&>(def) =
+      make_kernel_definition({.kind = "elementwise",
+                              .in_params = in_params,
+                              .out_params = out_params,
+                              .name = name,
+                              .code = {code.operation, code.loop_prep, code.after_loop},
+                              .preamble = code.preamble,
+                              .options = &options});
   // A macro defined elsewhere may expand to i in the operation; functions elsewhere cannot
   // see it.
-  const std::string macros = directive_lines(code.preamble) + directive_lines(code.loop_prep) + def.macros.lines;
+  const std::string macros =
+      directive_lines(code.preamble) + directive_lines(code.loop_prep) + def.macros.lines;
   def.uses_index = false;
   for (std::string_view text : {std::string_view(code.operation), std::string_view(macros)})
     def.uses_index |= mentions_identifier(text, "i") || mentions_identifier(text, "_ind");

@@ -1,8 +1,8 @@
 #include "kiln/codegen/elementwise_emitter.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "kiln/codegen/device_header.hpp"
 #include "kiln/codegen/kernel_abi.hpp"
@@ -16,8 +16,7 @@ namespace {
 std::string_view ctype(const ElementwiseSpec& s, int k) { return s.param_dtype(k).device_type(); }
 
 std::string other_user_code(const ElementwiseDefinition& def) {
-  return def.preamble + "\n" + def.loop_prep + "\n" + def.after_loop + "\n" +
-         def.macros.lines;
+  return def.preamble + "\n" + def.loop_prep + "\n" + def.after_loop + "\n" + def.macros.lines;
 }
 
 // ---- kernel signature ----
@@ -26,8 +25,10 @@ std::string kernel_param(const ElementwiseDefinition& def, const ElementwiseSpec
   const Param& p = def.params[std::size_t(k)];
   // Raw parameters keep the user's name (x.size(), x[i]); loop operands are read through
   // kiln_p_<name> and reach the operation as its element.
-  const bool user_name = s.kind(k) == OperandKind::raw_array || (s.kind(k) == OperandKind::scalar && p.raw);
-  return fmt::format("{} {}{}", abi_type(elementwise_arg(s, k, p.is_output)), user_name ? "" : "kiln_p_", p.name);
+  const bool user_name =
+      s.kind(k) == OperandKind::raw_array || (s.kind(k) == OperandKind::scalar && p.raw);
+  return fmt::format("{} {}{}", abi_type(elementwise_arg(s, k, p.is_output)),
+                     user_name ? "" : "kiln_p_", p.name);
 }
 
 bool is_loop_operand(const ElementwiseSpec& s, const Param& p, int k) {
@@ -61,20 +62,24 @@ void emit_body_lambda(SourceWriter& w, const ElementwiseDefinition& def, const E
 
 // Arguments of one kiln_body call; `element(k)` spells parameter k's element.
 template <class F>
-std::string body_call(const ElementwiseDefinition& def, const ElementwiseSpec& s, std::string_view index,
-                      F&& element) {
+std::string body_call(const ElementwiseDefinition& def, const ElementwiseSpec& s,
+                      std::string_view index, F&& element) {
   std::string call = fmt::format("kiln_body(kiln_loop_index<kiln_idx>{{kiln_n, {0}}}, {0}", index);
   for (int k = 0; k < s.nparams; ++k) {
     const Param& p = def.params[std::size_t(k)];
     if (!is_loop_operand(s, p, k)) continue;
-    if (s.kind(k) == OperandKind::scalar) call += ", kiln_p_" + p.name;
-    else if (s.kind(k) == OperandKind::uniform) call += ", kiln_u_" + p.name;
-    else call += ", " + element(k, p);
+    if (s.kind(k) == OperandKind::scalar)
+      call += ", kiln_p_" + p.name;
+    else if (s.kind(k) == OperandKind::uniform)
+      call += ", kiln_u_" + p.name;
+    else
+      call += ", " + element(k, p);
   }
   return call + ");";
 }
 
-void emit_uniform_loads(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+void emit_uniform_loads(SourceWriter& w, const ElementwiseDefinition& def,
+                        const ElementwiseSpec& s) {
   for (int k = 0; k < s.nparams; ++k)
     if (s.kind(k) == OperandKind::uniform && !def.params[std::size_t(k)].raw)
       w.line("  const {0} kiln_u_{1} = *kiln_p_{1};", ctype(s, k), def.params[std::size_t(k)].name);
@@ -90,8 +95,11 @@ void emit_vector_loop(SourceWriter& w, const ElementwiseDefinition& def, const E
         f(k, def.params[std::size_t(k)]);
   };
   w.line("  const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", vw);
-  w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_nvec; kiln_v += {} * kiln_nthreads) {{", u);
-  arrays([&](int k, const Param& p) { w.line("    {} kiln_r_{}[{}][{}];", ctype(s, k), p.name, u, vw); });
+  w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_nvec; kiln_v += {} * kiln_nthreads) {{",
+         u);
+  arrays([&](int k, const Param& p) {
+    w.line("    {} kiln_r_{}[{}][{}];", ctype(s, k), p.name, u, vw);
+  });
   w.line("#pragma unroll");
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
   w.line("      const kiln_uidx kiln_w = kiln_v + kiln_u * kiln_nthreads;");
@@ -114,7 +122,8 @@ void emit_vector_loop(SourceWriter& w, const ElementwiseDefinition& def, const E
          }));
   w.line("        }}");
   arrays([&](int, const Param& p) {
-    if (p.is_output) w.line("        kiln_store<{0}>(kiln_p_{1} + kiln_w * {0}, kiln_r_{1}[kiln_u]);", vw, p.name);
+    if (p.is_output)
+      w.line("        kiln_store<{0}>(kiln_p_{1} + kiln_w * {0}, kiln_r_{1}[kiln_u]);", vw, p.name);
   });
   w.line("      }}");
   w.line("    }}");
@@ -127,7 +136,8 @@ void emit_contiguous(SourceWriter& w, const ElementwiseDefinition& def, const El
     emit_vector_loop(w, def, s);
     first = fmt::format("kiln_nvec * {} + kiln_tid", int(s.vector_width));
   }
-  w.line("  for (kiln_uidx kiln_j = {}; kiln_j < kiln_uidx(kiln_n); kiln_j += kiln_nthreads) {{", first);
+  w.line("  for (kiln_uidx kiln_j = {}; kiln_j < kiln_uidx(kiln_n); kiln_j += kiln_nthreads) {{",
+         first);
   w.line("    const kiln_idx kiln_i = kiln_idx(kiln_j);");
   w.line("    {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
            return fmt::format("kiln_p_{}[kiln_i]", p.name);
@@ -172,9 +182,12 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
   const int vw = s.vector_width, u = s.unroll, nd = s.ndim;
   const auto ops = loop_arrays(def, s);
   if (vw > 1)
-    for (const auto& o : ops) w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", o.p->name, nd - 1);
+    for (const auto& o : ops)
+      w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", o.p->name, nd - 1);
   w.line("  const kiln_uidx kiln_items = kiln_uidx(kiln_n) / {};", vw);
-  w.line("  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_items; kiln_v += {} * kiln_nthreads) {{", u);
+  w.line(
+      "  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_items; kiln_v += {} * kiln_nthreads) {{",
+      u);
   for (const auto& o : ops) {
     w.line("    kiln_idx kiln_o_{}[{}];", o.p->name, u);
     w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, u, vw);
@@ -190,8 +203,12 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
   if (nd > 1) {
     w.line("#pragma unroll");
     w.line("      for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", nd - 1);
-    w.line("        const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], kiln_shape.kiln_s[kiln_d]);");
-    w.line("        const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
+    w.line(
+        "        const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], "
+        "kiln_shape.kiln_s[kiln_d]);");
+    w.line(
+        "        const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * "
+        "kiln_uidx(kiln_shape.kiln_d[kiln_d]));");
     w.line("        kiln_rem = kiln_q;");
     w.line("        const kiln_idx kiln_cs = kiln_d == {} ? kiln_c * {} : kiln_c;", nd - 1, vw);
     emit_offsets(w, ops, "        ", "kiln_cs", "kiln_d", "[kiln_u]", 1);
@@ -227,15 +244,22 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
     w.line("          {} kiln_tmp[{}];", t, vw);
     w.line("          kiln_load<{}>(kiln_tmp, {});", vw, vec_ptr(o, fmt::format(" - {}", vw - 1)));
     w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_tmp[{2} - kiln_k];", vw, n, vw - 1);
+    w.line(
+        "          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = "
+        "kiln_tmp[{2} - kiln_k];",
+        vw, n, vw - 1);
     w.line("        }} else if (kiln_is_{} == 0) {{", n);
     w.line("          const {} kiln_one = {};", t, elem(o, ""));
     w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = kiln_one;", vw, n);
+    w.line(
+        "          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = "
+        "kiln_one;",
+        vw, n);
     w.line("        }} else {{");
     w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = {2};", vw, n,
-           elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
+    w.line(
+        "          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_r_{1}[kiln_u][kiln_k] = {2};",
+        vw, n, elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
     w.line("        }}");
   }
   w.line("      }}");
@@ -246,7 +270,8 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
   w.line("      if (kiln_v + kiln_u * kiln_nthreads < kiln_items) {{");
   w.line("#pragma unroll");
   w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
-  w.line("          const kiln_idx kiln_j = kiln_i[kiln_u] + kiln_k * kiln_shape.kiln_e[{}];", nd - 1);
+  w.line("          const kiln_idx kiln_j = kiln_i[kiln_u] + kiln_k * kiln_shape.kiln_e[{}];",
+         nd - 1);
   w.line("          {}", body_call(def, s, "kiln_j", [](int, const Param& p) {
            return fmt::format("kiln_r_{}[kiln_u][kiln_k]", p.name);
          }));
@@ -264,12 +289,16 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
     w.line("        }} else if (kiln_is_{} == -kiln_idx(sizeof({}))) {{", n, t);
     w.line("          {} kiln_tmp[{}];", t, vw);
     w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_tmp[{2} - kiln_k] = kiln_r_{1}[kiln_u][kiln_k];", vw, n, vw - 1);
+    w.line(
+        "          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_tmp[{2} - kiln_k] = "
+        "kiln_r_{1}[kiln_u][kiln_k];",
+        vw, n, vw - 1);
     w.line("          kiln_store<{}>({}, kiln_tmp);", vw, vec_ptr(o, fmt::format(" - {}", vw - 1)));
     w.line("        }} else {{");
     w.line("#pragma unroll");
-    w.line("          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) {2} = kiln_r_{1}[kiln_u][kiln_k];", vw, n,
-           elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
+    w.line(
+        "          for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) {2} = kiln_r_{1}[kiln_u][kiln_k];",
+        vw, n, elem(o, fmt::format(" + kiln_k * kiln_is_{}", n)));
     w.line("        }}");
   }
   w.line("      }}");
@@ -300,33 +329,58 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     staged_out |= s.staged(o.k) && o.p->is_output;
   }
   auto elem = [&](const LoopOperand& o, std::string_view p, std::string_view k) {
-    return fmt::format("*reinterpret_cast<{}{}*>({}_{} + {} * {}s_{})", o.p->is_output ? "" : "const ", ctype(s, o.k), p,
-                       o.p->name, k, p, o.p->name);
+    return fmt::format("*reinterpret_cast<{}{}*>({}_{} + {} * {}s_{})",
+                       o.p->is_output ? "" : "const ", ctype(s, o.k), p, o.p->name, k, p,
+                       o.p->name);
   };
   for (const auto& o : all)
     if (s.staged(o.k)) {
       // Raw storage: a __shared__ array of a class type (complex) may not be constructed.
       w.line("  __shared__ __align__(16) unsigned char kiln_sm_{}[{} * sizeof({})];", o.p->name,
              tiled_shared_elements(s), ctype(s, o.k));
-      w.line("  {0}* const kiln_t_{1} = reinterpret_cast<{0}*>(kiln_sm_{1});", ctype(s, o.k), o.p->name);
+      w.line("  {0}* const kiln_t_{1} = reinterpret_cast<{0}*>(kiln_sm_{1});", ctype(s, o.k),
+             o.p->name);
     }
-  w.line("  const kiln_idx kiln_rows = kiln_shape.kiln_v[{}], kiln_cols = kiln_shape.kiln_v[{}];", rax, cax);
+  w.line("  const kiln_idx kiln_rows = kiln_shape.kiln_v[{}], kiln_cols = kiln_shape.kiln_v[{}];",
+         rax, cax);
   w.line("  const int kiln_lc = int(kiln_shape.kiln_t), kiln_lr = {} - kiln_lc;", log2_tile);
   w.line("  const int kiln_pitch = (1 << kiln_lr) + 1;");
   w.line("  const int kiln_th = int(threadIdx.x);");
   // Direct: col kiln_dc, rows kiln_dr + k kiln_dk; staged: row kiln_sr, cols kiln_sc + k kiln_sk.
-  w.line("  const int kiln_dc = kiln_th & ((1 << kiln_lc) - 1), kiln_dr = kiln_th >> kiln_lc, kiln_dk = {} >> kiln_lc;", kTiledThreads);
-  w.line("  const int kiln_sr = kiln_th & ((1 << kiln_lr) - 1), kiln_sc = kiln_th >> kiln_lr, kiln_sk = {} >> kiln_lr;", kTiledThreads);
+  w.line(
+      "  const int kiln_dc = kiln_th & ((1 << kiln_lc) - 1), kiln_dr = kiln_th >> kiln_lc, kiln_dk "
+      "= {} >> kiln_lc;",
+      kTiledThreads);
+  w.line(
+      "  const int kiln_sr = kiln_th & ((1 << kiln_lr) - 1), kiln_sc = kiln_th >> kiln_lr, kiln_sk "
+      "= {} >> kiln_lr;",
+      kTiledThreads);
   // kiln_d of the rows and cols axes count their tiles.
-  w.line("  kiln_uidx kiln_tiles = kiln_uidx(kiln_shape.kiln_d[{}]) * kiln_uidx(kiln_shape.kiln_d[{}]);", rax, cax);
+  w.line(
+      "  kiln_uidx kiln_tiles = kiln_uidx(kiln_shape.kiln_d[{}]) * "
+      "kiln_uidx(kiln_shape.kiln_d[{}]);",
+      rax, cax);
   for (int d = 0; d < rax; ++d) w.line("  kiln_tiles *= kiln_uidx(kiln_shape.kiln_v[{}]);", d);
-  w.line("  for (kiln_uidx kiln_tile = blockIdx.x; kiln_tile < kiln_tiles; kiln_tile += gridDim.x) {{");
-  w.line("    kiln_uidx kiln_rem = kiln_fastdiv(kiln_tile, kiln_shape.kiln_m[{0}], kiln_shape.kiln_s[{0}]);", cax);
-  w.line("    const kiln_idx kiln_c0 = kiln_idx(kiln_tile - kiln_rem * kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lc;", cax);
+  w.line(
+      "  for (kiln_uidx kiln_tile = blockIdx.x; kiln_tile < kiln_tiles; kiln_tile += gridDim.x) "
+      "{{");
+  w.line(
+      "    kiln_uidx kiln_rem = kiln_fastdiv(kiln_tile, kiln_shape.kiln_m[{0}], "
+      "kiln_shape.kiln_s[{0}]);",
+      cax);
+  w.line(
+      "    const kiln_idx kiln_c0 = kiln_idx(kiln_tile - kiln_rem * "
+      "kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lc;",
+      cax);
   w.line("    kiln_idx kiln_r0;");
   w.line("    {{");
-  w.line("      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], kiln_shape.kiln_s[{0}]);", rax);
-  w.line("      kiln_r0 = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lr;", rax);
+  w.line(
+      "      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], "
+      "kiln_shape.kiln_s[{0}]);",
+      rax);
+  w.line(
+      "      kiln_r0 = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lr;",
+      rax);
   w.line("      kiln_rem = kiln_q;");
   w.line("    }}");
   // The batch axes' offsets (kiln_rem is the batch index).
@@ -335,13 +389,20 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   for (int d = rax - 1; d >= 0; --d) {
     w.line("    {{");
     if (d > 0) {
-      w.line("      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], kiln_shape.kiln_s[{0}]);", d);
-      w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * kiln_uidx(kiln_shape.kiln_d[{}]));", d);
+      w.line(
+          "      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], "
+          "kiln_shape.kiln_s[{0}]);",
+          d);
+      w.line(
+          "      const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * "
+          "kiln_uidx(kiln_shape.kiln_d[{}]));",
+          d);
       w.line("      kiln_rem = kiln_q;");
     } else {
       w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem);");
     }
-    for (const auto& o : all) w.line("      kiln_b_{0} += kiln_c * kiln_p_{0}.kiln_s[{1}];", o.p->name, d);
+    for (const auto& o : all)
+      w.line("      kiln_b_{0} += kiln_c * kiln_p_{0}.kiln_s[{1}];", o.p->name, d);
     w.line("      kiln_bi += kiln_c * kiln_shape.kiln_e[{}];", d);
     w.line("    }}");
   }
@@ -352,14 +413,25 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   for (const auto& o : all) {
     const auto& n = o.p->name;
     if (s.staged(o.k)) {
-      w.line("    char* const kiln_sp_{0} = kiln_b_{0} + kiln_srow * kiln_p_{0}.kiln_s[{1}] + kiln_scol * kiln_p_{0}.kiln_s[{2}];", n, rax, cax);
-      w.line("    const kiln_idx kiln_sps_{0} = kiln_idx(kiln_sk) * kiln_p_{0}.kiln_s[{1}];", n, cax);
+      w.line(
+          "    char* const kiln_sp_{0} = kiln_b_{0} + kiln_srow * kiln_p_{0}.kiln_s[{1}] + "
+          "kiln_scol * kiln_p_{0}.kiln_s[{2}];",
+          n, rax, cax);
+      w.line("    const kiln_idx kiln_sps_{0} = kiln_idx(kiln_sk) * kiln_p_{0}.kiln_s[{1}];", n,
+             cax);
     } else {
-      w.line("    char* const kiln_dp_{0} = kiln_b_{0} + kiln_drow * kiln_p_{0}.kiln_s[{1}] + kiln_dcol * kiln_p_{0}.kiln_s[{2}];", n, rax, cax);
-      w.line("    const kiln_idx kiln_dps_{0} = kiln_idx(kiln_dk) * kiln_p_{0}.kiln_s[{1}];", n, rax);
+      w.line(
+          "    char* const kiln_dp_{0} = kiln_b_{0} + kiln_drow * kiln_p_{0}.kiln_s[{1}] + "
+          "kiln_dcol * kiln_p_{0}.kiln_s[{2}];",
+          n, rax, cax);
+      w.line("    const kiln_idx kiln_dps_{0} = kiln_idx(kiln_dk) * kiln_p_{0}.kiln_s[{1}];", n,
+             rax);
     }
   }
-  if (staged_in || staged_out) w.line("    if (kiln_tile != blockIdx.x) __syncthreads();  // the last tile's shared reads are done");
+  if (staged_in || staged_out)
+    w.line(
+        "    if (kiln_tile != blockIdx.x) __syncthreads();  // the last tile's shared reads are "
+        "done");
   for (const auto& o : all) w.line("    {} kiln_r_{}[{}];", ctype(s, o.k), o.p->name, per_thread);
   // Staged loads.
   if (staged_in) {
@@ -368,7 +440,8 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
     for (const auto& o : all)
       if (s.staged(o.k) && o.load)
-        w.line("        kiln_t_{0}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr] = {1};", o.p->name, elem(o, "kiln_sp", "kiln_k"));
+        w.line("        kiln_t_{0}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr] = {1};",
+               o.p->name, elem(o, "kiln_sp", "kiln_k"));
     w.line("      }}");
   }
   // Direct loads, all issued before any store (an output may be an input).
@@ -376,25 +449,34 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
   w.line("      if (kiln_dok && kiln_drow + kiln_k * kiln_dk < kiln_rows) {{");
   for (const auto& o : all)
-    if (!s.staged(o.k) && o.load) w.line("        kiln_r_{}[kiln_k] = {};", o.p->name, elem(o, "kiln_dp", "kiln_k"));
+    if (!s.staged(o.k) && o.load)
+      w.line("        kiln_r_{}[kiln_k] = {};", o.p->name, elem(o, "kiln_dp", "kiln_k"));
   w.line("      }}");
   if (staged_in) w.line("    __syncthreads();");
   w.line("#pragma unroll");
   w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", per_thread);
   w.line("      const kiln_idx kiln_r = kiln_drow + kiln_k * kiln_dk;");
   w.line("      if (kiln_dok && kiln_r < kiln_rows) {{");
-  w.line("        const int kiln_sh = kiln_dc * kiln_pitch + kiln_dr + kiln_k * kiln_dk;  // this element in a shared tile");
+  w.line(
+      "        const int kiln_sh = kiln_dc * kiln_pitch + kiln_dr + kiln_k * kiln_dk;  // this "
+      "element in a shared tile");
   w.line("        (void)kiln_sh;");
   for (const auto& o : all)
-    if (s.staged(o.k) && o.load) w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_sh];", o.p->name);
-  w.line("        const kiln_idx kiln_i = kiln_bi + kiln_r * kiln_shape.kiln_e[{}] + kiln_dcol * kiln_shape.kiln_e[{}];", rax, cax);
+    if (s.staged(o.k) && o.load)
+      w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_sh];", o.p->name);
+  w.line(
+      "        const kiln_idx kiln_i = kiln_bi + kiln_r * kiln_shape.kiln_e[{}] + kiln_dcol * "
+      "kiln_shape.kiln_e[{}];",
+      rax, cax);
   w.line("        {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
            return fmt::format("kiln_r_{}[kiln_k]", p.name);
          }));
   for (const auto& o : all)
     if (o.p->is_output) {
-      if (s.staged(o.k)) w.line("        kiln_t_{0}[kiln_sh] = kiln_r_{0}[kiln_k];", o.p->name);
-      else w.line("        {} = kiln_r_{}[kiln_k];", elem(o, "kiln_dp", "kiln_k"), o.p->name);
+      if (s.staged(o.k))
+        w.line("        kiln_t_{0}[kiln_sh] = kiln_r_{0}[kiln_k];", o.p->name);
+      else
+        w.line("        {} = kiln_r_{}[kiln_k];", elem(o, "kiln_dp", "kiln_k"), o.p->name);
     }
   w.line("      }}");
   w.line("    }}");
@@ -406,7 +488,8 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
     for (const auto& o : all)
       if (s.staged(o.k) && o.p->is_output)
-        w.line("        {} = kiln_t_{}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr];", elem(o, "kiln_sp", "kiln_k"), o.p->name);
+        w.line("        {} = kiln_t_{}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr];",
+               elem(o, "kiln_sp", "kiln_k"), o.p->name);
     w.line("      }}");
   }
   w.line("  }}");
@@ -432,13 +515,19 @@ AbiArg elementwise_arg(const ElementwiseSpec& s, int k, bool is_output) {
   const auto& o = s.params[std::size_t(k)];
   const dtype t = s.param_dtype(k);
   switch (s.kind(k)) {
-    case OperandKind::scalar: return {.kind = AbiKind::value, .type = t};
-    case OperandKind::uniform: return {.kind = AbiKind::pointer, .type = t};
+    case OperandKind::scalar:
+      return {.kind = AbiKind::value, .type = t};
+    case OperandKind::uniform:
+      return {.kind = AbiKind::pointer, .type = t};
     case OperandKind::raw_array:
-      return {.kind = AbiKind::raw_array, .type = t, .ndim = o.raw_ndim, .contiguous = o.raw_contiguous != 0};
+      return {.kind = AbiKind::raw_array,
+              .type = t,
+              .ndim = o.raw_ndim,
+              .contiguous = o.raw_contiguous != 0};
     case OperandKind::array:
     default:
-      if (s.layout != Layout::contiguous) return {.kind = AbiKind::strided, .type = t, .ndim = s.ndim};
+      if (s.layout != Layout::contiguous)
+        return {.kind = AbiKind::strided, .type = t, .ndim = s.ndim};
       return {.kind = AbiKind::pointer, .type = t, .writable = is_output};
   }
 }
@@ -462,8 +551,10 @@ std::string emit_elementwise(const ElementwiseDefinition& def, const Elementwise
   } else {
     w.line("  const kiln_uidx kiln_tid = kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x;");
     w.line("  const kiln_uidx kiln_nthreads = kiln_uidx(gridDim.x) * blockDim.x;");
-    if (s.layout == Layout::strided) emit_strided(w, def, s);
-    else emit_contiguous(w, def, s);
+    if (s.layout == Layout::strided)
+      emit_strided(w, def, s);
+    else
+      emit_contiguous(w, def, s);
   }
   w.user("after_loop", def.after_loop);
   w.line("}}");

@@ -37,8 +37,8 @@ void emit(std::span<const ExpressionNode> nodes, int at, std::string& out, std::
 std::string params_text(std::span<const dtype> leaf_types, std::uint64_t raw_leaves = 0) {
   std::string s;
   for (std::size_t j = 0; j < leaf_types.size(); ++j)
-    fmt::format_to(std::back_inserter(s), "{}{}{} in{}", j ? ", " : "", (raw_leaves >> j & 1) ? "raw " : "",
-                   leaf_types[j].name(), j);
+    fmt::format_to(std::back_inserter(s), "{}{}{} in{}", j ? ", " : "",
+                   (raw_leaves >> j & 1) ? "raw " : "", leaf_types[j].name(), j);
   return s;
 }
 

@@ -1,8 +1,8 @@
 #include "kiln/codegen/kernel_definition.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "kiln/codegen/nvrtc_defaults.hpp"
 #include "kiln/runtime/error.hpp"
@@ -20,7 +20,8 @@ void assign_placeholders(KernelDefinition& def) {
 }
 
 bool is_placeholder(const KernelDefinition& def, std::string_view name) {
-  return std::find(def.placeholders.begin(), def.placeholders.end(), name) != def.placeholders.end();
+  return std::find(def.placeholders.begin(), def.placeholders.end(), name) !=
+         def.placeholders.end();
 }
 
 // `typedef float T;` and `const T T` cannot both exist: a name may not be a placeholder too.
@@ -34,8 +35,8 @@ void check_names(const KernelDefinition& def, std::string_view in_text, std::str
     for (std::size_t j = 0; j < k; ++j)
       if (def.params[j].name == p.name)
         throw signature_error(
-            fmt::format("parameter '{}' is declared as both an input and an output", p.name),
-            text, p.position);
+            fmt::format("parameter '{}' is declared as both an input and an output", p.name), text,
+            p.position);
   }
 }
 
@@ -44,9 +45,12 @@ void check_names(const KernelDefinition& def, std::string_view in_text, std::str
 void check_macros(const KernelDefinition& def) {
   for (const auto& m : def.macros.names) {
     const char* what = nullptr;
-    if (m == def.name) what = "the kernel's name";
-    else if (is_placeholder(def, m)) what = "a type placeholder";
-    else if (std::any_of(def.params.begin(), def.params.end(), [&](const Param& p) { return p.name == m; }))
+    if (m == def.name)
+      what = "the kernel's name";
+    else if (is_placeholder(def, m))
+      what = "a type placeholder";
+    else if (std::any_of(def.params.begin(), def.params.end(),
+                         [&](const Param& p) { return p.name == m; }))
       what = "a parameter";
     if (what)
       throw SignatureError(

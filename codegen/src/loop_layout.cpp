@@ -31,9 +31,8 @@ void collapse_dims(Shape& shape, std::span<Shape> strides, int order_by) {
   }
   if (order_by >= 0) sort_axes(shape, strides, order_by);
   for (int d = shape.size() - 2; d >= 0; --d) {
-    bool mergeable = std::all_of(strides.begin(), strides.end(), [&](const Shape& s) {
-      return s[d] == s[d + 1] * shape[d + 1];
-    });
+    bool mergeable = std::all_of(strides.begin(), strides.end(),
+                                 [&](const Shape& s) { return s[d] == s[d + 1] * shape[d + 1]; });
     if (!mergeable) continue;
     shape[d] *= shape[d + 1];
     shape.erase(d + 1);
@@ -71,7 +70,7 @@ int choose_index_bits(std::int64_t loop_size, std::int64_t widest_byte_span) {
 
 FastDivisor fast_divisor(std::int64_t divisor, int index_bits) {
   const auto d = static_cast<std::uint64_t>(divisor);
-  const int shift = std::bit_width(d - 1);  // smallest s with 2^s >= d
+  const int shift = std::bit_width(d - 1);       // smallest s with 2^s >= d
   __extension__ typedef unsigned __int128 u128;  // GCC and Clang: the 128-bit product
   std::uint64_t m;
   if (index_bits == 64) {

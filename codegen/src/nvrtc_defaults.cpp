@@ -1,18 +1,20 @@
 #include "kiln/codegen/nvrtc_defaults.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "kiln/runtime/error.hpp"
 
 namespace kiln::codegen {
 namespace {
 
-bool user_sets(const std::vector<std::string>& opts, std::initializer_list<std::string_view> kinds) {
+bool user_sets(const std::vector<std::string>& opts,
+               std::initializer_list<std::string_view> kinds) {
   return std::any_of(opts.begin(), opts.end(), [&](const std::string& o) {
-    return std::any_of(kinds.begin(), kinds.end(), [&](std::string_view k) { return o.starts_with(k); });
+    return std::any_of(kinds.begin(), kinds.end(),
+                       [&](std::string_view k) { return o.starts_with(k); });
   });
 }
 

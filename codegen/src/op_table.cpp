@@ -1,8 +1,8 @@
 #include "kiln/codegen/op_table.hpp"
 
-#include <array>
-
 #include <fmt/format.h>
+
+#include <array>
 
 #include "kiln/runtime/error.hpp"
 #include "kiln_codegen_device_sources.hpp"
@@ -13,29 +13,28 @@ namespace {
 // Device helpers: sections of device/expression_ops.cuh, emitted in this order (a helper only
 // uses helpers above it).
 enum : std::uint32_t {
-  H_int = 1u << 0, H_nan = 1u << 1, H_cmp = 1u << 2, H_floordiv = 1u << 3, H_mod = 1u << 4,
-  H_pow = 1u << 5, H_maxmin = 1u << 6, H_fmaxmin = 1u << 7, H_abs = 1u << 8, H_sign = 1u << 9,
-  H_recip = 1u << 10, H_round = 1u << 11, H_shift = 1u << 12, H_invert = 1u << 13,
-  H_parts = 1u << 14, H_cmath = 1u << 15,
+  H_int = 1u << 0,
+  H_nan = 1u << 1,
+  H_cmp = 1u << 2,
+  H_floordiv = 1u << 3,
+  H_mod = 1u << 4,
+  H_pow = 1u << 5,
+  H_maxmin = 1u << 6,
+  H_fmaxmin = 1u << 7,
+  H_abs = 1u << 8,
+  H_sign = 1u << 9,
+  H_recip = 1u << 10,
+  H_round = 1u << 11,
+  H_shift = 1u << 12,
+  H_invert = 1u << 13,
+  H_parts = 1u << 14,
+  H_cmath = 1u << 15,
 };
 
 constexpr std::string_view kHelpers[] = {
-    "kiln_xint",
-    "kiln_isnan",
-    "kiln_lt",
-    "kiln_floordiv",
-    "kiln_mod",
-    "kiln_pow",
-    "kiln_maximum",
-    "kiln_fmax",
-    "kiln_abs",
-    "kiln_sign",
-    "kiln_reciprocal",
-    "kiln_floor",
-    "kiln_shift",
-    "kiln_invert",
-    "kiln_real",
-    "kiln_cmath",
+    "kiln_xint",    "kiln_isnan",  "kiln_lt",   "kiln_floordiv", "kiln_mod",        "kiln_pow",
+    "kiln_maximum", "kiln_fmax",   "kiln_abs",  "kiln_sign",     "kiln_reciprocal", "kiln_floor",
+    "kiln_shift",   "kiln_invert", "kiln_real", "kiln_cmath",
 };
 
 using R = result_rule;
@@ -127,16 +126,17 @@ static_assert(std::size(kHelpers) <= 32);
 // The smallest float that holds every value of t (NumPy's loop choice for sin, sqrt, ...).
 dtype floating_of(dtype t) {
   switch (t.kind()) {
-    case 'b': return float16;
+    case 'b':
+      return float16;
     case 'i':
-    case 'u': return t.itemsize() == 1 ? float16 : t.itemsize() == 2 ? float32 : float64;
-    default: return t;
+    case 'u':
+      return t.itemsize() == 1 ? float16 : t.itemsize() == 2 ? float32 : float64;
+    default:
+      return t;
   }
 }
 
-dtype real_of(dtype t) {
-  return t == complex64 ? float32 : t == complex128 ? float64 : t;
-}
+dtype real_of(dtype t) { return t == complex64 ? float32 : t == complex128 ? float64 : t; }
 
 // float16 and bfloat16 are computed in float32 and rounded once when stored.
 dtype compute_of(dtype t) { return (t == float16 || t == bfloat16) ? float32 : t; }
@@ -243,12 +243,16 @@ op_types resolve_uncached(op_id id, std::span<const operand_type> operands) {
       t.compute = compute_of(t.result);
       t.scalar = t.result;
       break;
-    case result_rule::real_part: t.result = real_of(common); break;
+    case result_rule::real_part:
+      t.result = real_of(common);
+      break;
     case result_rule::angle:
       t.result = real_of(floating_of(result_type(common, weak_scalar::integer)));
       t.compute = compute_of(common.is_complex() ? common : t.result);
       break;
-    case result_rule::cast: t.compute = common; break;
+    case result_rule::cast:
+      t.compute = common;
+      break;
   }
   return t;
 }

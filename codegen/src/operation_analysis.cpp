@@ -30,19 +30,33 @@ std::vector<Token> tokenize(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     char c = s[i];
-    if (std::isspace(static_cast<unsigned char>(c))) { ++i; continue; }
-    if (s.substr(i, 2) == "//") { i = std::min(s.find('\n', i), s.size()); continue; }
-    if (s.substr(i, 2) == "/*") { i = std::min(s.find("*/", i + 2), s.size() - 2) + 2; continue; }
-    if (c == '"' || c == '\'') { i = skip_literal(s, i); continue; }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
+    if (s.substr(i, 2) == "//") {
+      i = std::min(s.find('\n', i), s.size());
+      continue;
+    }
+    if (s.substr(i, 2) == "/*") {
+      i = std::min(s.find("*/", i + 2), s.size() - 2) + 2;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      i = skip_literal(s, i);
+      continue;
+    }
     if (ident_char(c)) {
       std::size_t j = i;
-      while (j < s.size() && (ident_char(s[j]) || (s[j] == '.' && std::isdigit(static_cast<unsigned char>(s[i]))))) ++j;
+      while (j < s.size() &&
+             (ident_char(s[j]) || (s[j] == '.' && std::isdigit(static_cast<unsigned char>(s[i])))))
+        ++j;
       out.push_back({s.substr(i, j - i), !std::isdigit(static_cast<unsigned char>(c))});
       i = j;
       continue;
     }
-    static constexpr std::array<std::string_view, 12> kTwo = {"==", "->", "::", "<=", ">=", "!=",
-                                                             "+=", "-=", "*=", "/=", "++", "--"};
+    static constexpr std::array<std::string_view, 12> kTwo = {
+        "==", "->", "::", "<=", ">=", "!=", "+=", "-=", "*=", "/=", "++", "--"};
     std::string_view two = s.substr(i, 2);
     bool is_two = std::find(kTwo.begin(), kTwo.end(), two) != kTwo.end();
     out.push_back({s.substr(i, is_two ? 2 : 1), false});

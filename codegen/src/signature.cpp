@@ -1,17 +1,19 @@
 #include "kiln/codegen/signature.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
-
-#include <fmt/format.h>
 
 #include "kiln/runtime/error.hpp"
 
 namespace kiln::codegen {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 struct Token {
   std::string_view text;
@@ -47,8 +49,8 @@ void check_param_name(const Token& name, std::string_view text) {
 
 // Type word -> fixed dtype or placeholder. One letter is always a placeholder (CuPy's rule).
 void parse_type(const Token& type, std::string_view text, Param& p) {
-  bool one_letter = type.text.size() == 1 && (std::isalpha(static_cast<unsigned char>(type.text[0])) ||
-                                               type.text[0] == '_');
+  bool one_letter = type.text.size() == 1 &&
+                    (std::isalpha(static_cast<unsigned char>(type.text[0])) || type.text[0] == '_');
   if (one_letter) {
     p.placeholder = std::string(type.text);
     return;
@@ -63,9 +65,9 @@ void parse_type(const Token& type, std::string_view text, Param& p) {
 Param parse_entry(std::string_view text, std::size_t begin, std::size_t end, bool is_output) {
   auto words = split_words(text, begin, end);
   if (words.empty())
-    throw signature_error(begin == 0 ? "expected a parameter before ','"
-                                     : "expected a parameter after ','",
-                          text, begin);
+    throw signature_error(
+        begin == 0 ? "expected a parameter before ','" : "expected a parameter after ','", text,
+        begin);
   if (words.size() == 1)
     throw signature_error(
         fmt::format("expected a parameter name after the type '{}'", words[0].text), text,
@@ -91,8 +93,8 @@ Param parse_entry(std::string_view text, std::size_t begin, std::size_t end, boo
 }  // namespace
 
 std::string Param::str() const {
-  return fmt::format("{}{} {}", raw ? "raw " : "", has_placeholder() ? placeholder : std::string(fixed.name()),
-                     name);
+  return fmt::format("{}{} {}", raw ? "raw " : "",
+                     has_placeholder() ? placeholder : std::string(fixed.name()), name);
 }
 
 std::vector<Param> parse_params(std::string_view text, bool is_output) {
@@ -125,10 +127,10 @@ void validate_kernel_name(std::string_view name) {
   if (is_cpp_keyword(name))
     throw signature_error(fmt::format("'{}' is a C++ keyword, not a kernel name", name), name, 0);
   static constexpr std::string_view kDeviceNames[] = {
-      "kiln_same", "kiln_traits", "kiln_nonzero", "kiln_cast", "kiln_word", "kiln_load",
-      "kiln_store", "kiln_loop_index", "kiln_strided", "kiln_dims", "kiln_loop_dims",
-      "kiln_fastdiv", "kiln_multi_index",
-      "kiln_carray", "kiln_enable", "kiln_idx", "kiln_uidx", "complex"};
+      "kiln_same",      "kiln_traits",  "kiln_nonzero",     "kiln_cast",    "kiln_word",
+      "kiln_load",      "kiln_store",   "kiln_loop_index",  "kiln_strided", "kiln_dims",
+      "kiln_loop_dims", "kiln_fastdiv", "kiln_multi_index", "kiln_carray",  "kiln_enable",
+      "kiln_idx",       "kiln_uidx",    "complex"};
   if (std::find(std::begin(kDeviceNames), std::end(kDeviceNames), name) != std::end(kDeviceNames))
     throw signature_error(fmt::format("'{}' is a name in kiln's device code", name), name, 0);
 }
@@ -142,18 +144,39 @@ bool is_identifier(std::string_view s) noexcept {
 
 bool is_cpp_keyword(std::string_view s) noexcept {
   static constexpr std::string_view kKeywords[] = {
-      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
-      "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
-      "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
-      "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
-      "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
-      "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
-      "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
-      "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
-      "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
-      "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "__global__",
-      "__device__", "__host__", "__shared__", "__constant__", "__restrict__"};
+      "alignas",       "alignof",     "and",
+      "and_eq",        "asm",         "auto",
+      "bitand",        "bitor",       "bool",
+      "break",         "case",        "catch",
+      "char",          "char8_t",     "char16_t",
+      "char32_t",      "class",       "compl",
+      "concept",       "const",       "consteval",
+      "constexpr",     "constinit",   "const_cast",
+      "continue",      "co_await",    "co_return",
+      "co_yield",      "decltype",    "default",
+      "delete",        "do",          "double",
+      "dynamic_cast",  "else",        "enum",
+      "explicit",      "export",      "extern",
+      "false",         "float",       "for",
+      "friend",        "goto",        "if",
+      "inline",        "int",         "long",
+      "mutable",       "namespace",   "new",
+      "noexcept",      "not",         "not_eq",
+      "nullptr",       "operator",    "or",
+      "or_eq",         "private",     "protected",
+      "public",        "register",    "reinterpret_cast",
+      "requires",      "return",      "short",
+      "signed",        "sizeof",      "static",
+      "static_assert", "static_cast", "struct",
+      "switch",        "template",    "this",
+      "thread_local",  "throw",       "true",
+      "try",           "typedef",     "typeid",
+      "typename",      "union",       "unsigned",
+      "using",         "virtual",     "void",
+      "volatile",      "wchar_t",     "while",
+      "xor",           "xor_eq",      "__global__",
+      "__device__",    "__host__",    "__shared__",
+      "__constant__",  "__restrict__"};
   return std::find(std::begin(kKeywords), std::end(kKeywords), s) != std::end(kKeywords);
 }
 

@@ -2,13 +2,13 @@
 // Internal to codegen/: appends generated text and knows the current line, so every emitter
 // frames user code with #line directives and NVRTC reports `map_expr(2): error ...`; and the
 // prologue every generated kernel starts with.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "kiln/codegen/device_header.hpp"
 #include "kiln/codegen/kernel_definition.hpp"
@@ -35,8 +35,8 @@ class SourceWriter {
       out_ += text;
       if (text.back() != '\n') out_ += '\n';
       if (!close.empty()) {
-        const std::size_t last = std::size_t(std::count(text.begin(), text.end(), '\n')) +
-                                 (text.back() == '\n' ? 0 : 1);
+        const std::size_t last =
+            std::size_t(std::count(text.begin(), text.end(), '\n')) + (text.back() == '\n' ? 0 : 1);
         line("#line {} \"{}\"", last, label);
       }
     }
@@ -92,7 +92,8 @@ void emit_placeholder_typedefs(SourceWriter& w, const KernelDefinition& def, con
 // index typedefs, then the user's part: -D macros, placeholder typedefs, the preamble.
 template <class Spec>
 void emit_prologue(SourceWriter& w, const KernelDefinition& def, const Spec& s,
-                   std::initializer_list<std::string_view> code, std::string_view kind_support = {}) {
+                   std::initializer_list<std::string_view> code,
+                   std::string_view kind_support = {}) {
   w.raw(device_header(header_needs(s, code)));
   w.raw(kind_support);
   w.line("typedef {} kiln_idx;", s.index_bits == 64 ? "long long" : "int");

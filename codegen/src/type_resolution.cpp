@@ -1,8 +1,8 @@
 #include "kiln/codegen/type_resolution.hpp"
 
-#include <array>
-
 #include <fmt/format.h>
+
+#include <array>
 
 #include "kiln/runtime/error.hpp"
 

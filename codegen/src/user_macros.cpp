@@ -1,8 +1,8 @@
 #include "kiln/codegen/user_macros.hpp"
 
-#include <string_view>
-
 #include <fmt/format.h>
+
+#include <string_view>
 
 #include "kiln/codegen/signature.hpp"
 #include "kiln/runtime/error.hpp"
@@ -15,8 +15,7 @@ std::string define_line(std::string_view def) {
   std::size_t eq = def.find('=');
   std::string_view name = def.substr(0, eq);
   std::size_t paren = name.find('(');  // function-like macro: -D'F(a)=a'
-  if (!is_identifier(name.substr(0, paren)))
-    throw signature_error("-D needs a macro name", def, 0);
+  if (!is_identifier(name.substr(0, paren))) throw signature_error("-D needs a macro name", def, 0);
   std::string_view value = eq == std::string_view::npos ? "1" : def.substr(eq + 1);
   // As an NVRTC option the value is one macro body; as a source line a line break would start a
   // directive of its own (-D'X=1\n#include ...') and a trailing backslash would swallow the
@@ -37,14 +36,16 @@ std::string undef_line(std::string_view name) {
 // If `opt` is a macro option, returns its kind ('D' or 'U') and sets `value` (maybe empty
 // when the value is the next option).
 char macro_kind(std::string_view opt, std::string_view& value) {
-  for (auto [prefix, kind] : {std::pair{std::string_view("--define-macro"), 'D'},
-                              std::pair{std::string_view("--undefine-macro"), 'U'},
-                              std::pair{std::string_view("-D"), 'D'},
-                              std::pair{std::string_view("-U"), 'U'}}) {
+  for (auto [prefix, kind] :
+       {std::pair{std::string_view("--define-macro"), 'D'},
+        std::pair{std::string_view("--undefine-macro"), 'U'},
+        std::pair{std::string_view("-D"), 'D'}, std::pair{std::string_view("-U"), 'U'}}) {
     if (!opt.starts_with(prefix)) continue;
     value = opt.substr(prefix.size());
-    if (value.starts_with('=') && prefix.starts_with("--")) value.remove_prefix(1);
-    else if (!value.empty() && prefix.starts_with("--")) continue;  // e.g. --define-macros?
+    if (value.starts_with('=') && prefix.starts_with("--"))
+      value.remove_prefix(1);
+    else if (!value.empty() && prefix.starts_with("--"))
+      continue;  // e.g. --define-macros?
     return kind;
   }
   return 0;

@@ -34,8 +34,10 @@ std::uint64_t axes::mask(int ndim) const {
 Shape reduced_shape(const Shape& shape, std::uint64_t mask, bool keepdims) {
   Shape out;
   for (int d = 0; d < shape.size(); ++d) {
-    if (!(mask >> d & 1)) out.push_back(shape[d]);
-    else if (keepdims) out.push_back(1);
+    if (!(mask >> d & 1))
+      out.push_back(shape[d]);
+    else if (keepdims)
+      out.push_back(1);
   }
   return out;
 }

@@ -1,11 +1,11 @@
 #include "kiln/runtime/device.hpp"
 
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
 #include <memory>
 #include <mutex>
 #include <vector>
-
-#include <cuda_runtime_api.h>
-#include <fmt/format.h>
 
 #include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
@@ -48,8 +48,8 @@ DeviceTable& table() {
 void check_id(int device) {
   require_device();
   if (device < 0 || device >= table().count)
-    throw ValueError(fmt::format("device {} does not exist: this machine has {} GPU(s)", device,
-                                 table().count));
+    throw ValueError(
+        fmt::format("device {} does not exist: this machine has {} GPU(s)", device, table().count));
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ void fetch(Fn& fn, const char* symbol) {
   if (e != cudaSuccess || status != cudaDriverEntryPointSuccess || !p) {
     cudaGetLastError();
     throw CudaError(fmt::format("the NVIDIA driver does not provide {} (entry point lookup "
-                                "failed: {})", symbol, cudaGetErrorName(e)),
+                                "failed: {})",
+                                symbol, cudaGetErrorName(e)),
                     int(e));
   }
   fn = reinterpret_cast<Fn>(p);
@@ -53,7 +54,8 @@ const DriverApi& driver() {
     fetch(d.cuGetErrorString, "cuGetErrorString");
     fetch(d.cuFuncSetAttribute, "cuFuncSetAttribute");
     fetch(d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel");
-    fetch(d.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    fetch(d.cuOccupancyMaxActiveBlocksPerMultiprocessor,
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     fetch(d.cuGraphKernelNodeGetParams, "cuGraphKernelNodeGetParams");
     fetch(d.cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams");
     fetch_optional(d.cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040);

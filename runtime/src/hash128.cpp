@@ -11,7 +11,8 @@ XXH3_state_t* state(void* p) { return static_cast<XXH3_state_t*>(p); }
 
 template <class U>
 void put_le(unsigned char* out, U v) {
-  for (unsigned i = 0; i < sizeof(U); ++i) out[i] = static_cast<unsigned char>((v >> (8 * i)) & 0xff);
+  for (unsigned i = 0; i < sizeof(U); ++i)
+    out[i] = static_cast<unsigned char>((v >> (8 * i)) & 0xff);
 }
 }  // namespace
 
@@ -31,10 +32,14 @@ std::optional<Hash128> Hash128::from_hex(std::string_view s) {
   for (std::size_t i = 0; i < 32; ++i) {
     const char c = s[i];
     std::uint64_t d;
-    if (c >= '0' && c <= '9') d = static_cast<std::uint64_t>(c - '0');
-    else if (c >= 'a' && c <= 'f') d = static_cast<std::uint64_t>(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') d = static_cast<std::uint64_t>(c - 'A' + 10);
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      d = static_cast<std::uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      d = static_cast<std::uint64_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      d = static_cast<std::uint64_t>(c - 'A' + 10);
+    else
+      return std::nullopt;
     std::uint64_t& half = i < 16 ? k.hi : k.lo;
     half = (half << 4) | d;
   }

@@ -1,12 +1,12 @@
 #include "kiln/runtime/memory.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <mutex>
 #include <new>
-
-#include <fmt/format.h>
 
 #include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
@@ -263,7 +263,10 @@ Buffer::Buffer(std::size_t bytes, int device, Stream stream)
 }
 
 Buffer::Buffer(void* ptr, std::size_t bytes, int device, std::function<void()> release)
-    : ptr_(ptr), bytes_(bytes), device_(device), stream_(Stream::borrow(nullptr, device)),
+    : ptr_(ptr),
+      bytes_(bytes),
+      device_(device),
+      stream_(Stream::borrow(nullptr, device)),
       release_(release ? std::move(release) : [] {}) {}
 
 std::shared_ptr<Buffer> Buffer::borrow(void* ptr, std::size_t bytes, int device,

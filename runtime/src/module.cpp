@@ -49,8 +49,8 @@ void Function::launch_cooperative(dim3 grid, dim3 block, void** args, std::size_
   if (!stream && detail::thread_capture()) [[unlikely]]
     refuse_null_stream_launch(f_);
   auto go = [&] {
-    return driver().cuLaunchCooperativeKernel(f_, grid.x, grid.y, grid.z, block.x, block.y,
-                                              block.z, unsigned(shared_bytes), stream, args);
+    return driver().cuLaunchCooperativeKernel(f_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                              unsigned(shared_bytes), stream, args);
   };
   CUresult r = go();
   if (r == CUDA_ERROR_INVALID_CONTEXT) {
@@ -102,7 +102,8 @@ int Function::max_active_blocks_per_multiprocessor(int block_threads,
   int n = 0;
   CUresult r =
       driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f_, block_threads, shared_bytes);
-  if (r != CUDA_SUCCESS) detail::throw_driver_result(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (r != CUDA_SUCCESS)
+    detail::throw_driver_result(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   return n;
 }
 

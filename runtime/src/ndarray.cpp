@@ -66,11 +66,14 @@ ndarray::ndarray(const Shape& shape, kiln::dtype t, order o)
 
 ndarray::ndarray(std::shared_ptr<Buffer> buffer, const Shape& shape, const Shape& strides,
                  std::int64_t offset_bytes, kiln::dtype t)
-    : buffer_(std::move(buffer)), shape_(shape), strides_(strides), offset_(offset_bytes),
+    : buffer_(std::move(buffer)),
+      shape_(shape),
+      strides_(strides),
+      offset_(offset_bytes),
       dtype_(t) {
   if (shape.size() != strides.size())
-    throw ShapeError(fmt::format("shape {} and strides {} differ in length", shape.str(),
-                                 strides.str()));
+    throw ShapeError(
+        fmt::format("shape {} and strides {} differ in length", shape.str(), strides.str()));
   update_size();
 }
 
@@ -131,8 +134,10 @@ std::optional<ndarray> ndarray::reshape_view(const Shape& requested) const {
   while (ni < nn && oi < on) {
     std::int64_t np = want[ni], op = old_dims[oi];
     while (np != op) {
-      if (np < op) np *= want[nj++];
-      else op *= old_dims[oj++];
+      if (np < op)
+        np *= want[nj++];
+      else
+        op *= old_dims[oj++];
     }
     for (int k = oi; k < oj - 1; ++k)
       if (old_strides[k] != old_dims[k + 1] * old_strides[k + 1]) return std::nullopt;
@@ -210,13 +215,16 @@ ndarray ndarray::broadcast_to(const Shape& target) const {
   Shape st = Shape::filled(ok ? target.size() : 0, 0);
   for (int i = 0; ok && i < ndim(); ++i) {
     std::int64_t d = shape_[i], t = target[extra + i];
-    if (d == t) st[extra + i] = strides_[i];
-    else if (d == 1 && t >= 0) st[extra + i] = 0;
-    else ok = false;
+    if (d == t)
+      st[extra + i] = strides_[i];
+    else if (d == 1 && t >= 0)
+      st[extra + i] = 0;
+    else
+      ok = false;
   }
   if (!ok)
-    throw ShapeError(fmt::format("cannot broadcast an array of shape {} to shape {}",
-                                 shape_.str(), target.str()));
+    throw ShapeError(fmt::format("cannot broadcast an array of shape {} to shape {}", shape_.str(),
+                                 target.str()));
   return ndarray(buffer_, target, st, offset_, dtype_);
 }
 
@@ -231,8 +239,10 @@ ndarray ndarray::operator()(std::span<const index> subs) const {
     }
   }
   if (real > ndim())
-    throw IndexError(fmt::format("too many indices for array: array is {}-dimensional, but {} "
-                                 "were indexed", ndim(), real));
+    throw IndexError(
+        fmt::format("too many indices for array: array is {}-dimensional, but {} "
+                    "were indexed",
+                    ndim(), real));
   Shape s, st;
   std::int64_t off = offset_;
   int axis = 0;
@@ -266,8 +276,8 @@ ndarray ndarray::operator()(std::span<const index> subs) const {
     if (auto* i = std::get_if<std::int64_t>(&sub)) {
       std::int64_t n = shape_[axis];
       if (*i < -n || *i >= n)
-        throw IndexError(fmt::format("index {} is out of bounds for axis {} with size {}", *i,
-                                     axis, n));
+        throw IndexError(
+            fmt::format("index {} is out of bounds for axis {} with size {}", *i, axis, n));
       off += (*i < 0 ? *i + n : *i) * strides_[axis];
       ++axis;
     } else if (auto* sl = std::get_if<slice>(&sub)) {
@@ -292,9 +302,10 @@ ndarray ndarray::view(kiln::dtype t) const {
 
 void ndarray::check_host_type(kiln::dtype t) const {
   if (t != dtype_)
-    throw TypeError(fmt::format("get<T>() with T of dtype {} on an array of dtype {}: use the "
-                                "host type of {} or convert first with astype({})",
-                                t.name(), dtype_.name(), dtype_.name(), t.name()));
+    throw TypeError(
+        fmt::format("get<T>() with T of dtype {} on an array of dtype {}: use the "
+                    "host type of {} or convert first with astype({})",
+                    t.name(), dtype_.name(), dtype_.name(), t.name()));
 }
 
 void ndarray::copy_to_host(void* dst) const {
@@ -333,11 +344,12 @@ void ndarray::copy_from_host(const void* src) {
       "it");
   if (size_ == 0) return;
   if (!is_c_contiguous())
-    throw ValueError("copy_from_host needs a C-contiguous destination; copy into a "
-                     "contiguous array and assign through a kernel instead");
+    throw ValueError(
+        "copy_from_host needs a C-contiguous destination; copy into a "
+        "contiguous array and assign through a kernel instead");
   DeviceGuard on(device());
-  KILN_CUDA(cudaMemcpyAsync(data(), src, nbytes(), cudaMemcpyHostToDevice,
-                            current_stream_handle()));
+  KILN_CUDA(
+      cudaMemcpyAsync(data(), src, nbytes(), cudaMemcpyHostToDevice, current_stream_handle()));
 }
 
 ndarray empty(const Shape& shape, dtype t, order o) { return ndarray(shape, t, o); }
@@ -391,11 +403,14 @@ void copy_contiguous(const ndarray& src, ndarray& dst) {
   KILN_CUDA(cudaDeviceCanAccessPeer(&can, dst.device(), src.device()));
   if (can) {
     cudaError_t e = cudaDeviceEnablePeerAccess(src.device(), 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
-    else KILN_CUDA(e);
+    if (e == cudaErrorPeerAccessAlreadyEnabled)
+      cudaGetLastError();
+    else
+      KILN_CUDA(e);
   }
   cudaStream_t s = current_stream_handle();
-  KILN_CUDA(cudaMemcpyPeerAsync(dst.data(), dst.device(), src.data(), src.device(), src.nbytes(), s));
+  KILN_CUDA(
+      cudaMemcpyPeerAsync(dst.data(), dst.device(), src.data(), src.device(), src.nbytes(), s));
   KILN_CUDA(cudaStreamSynchronize(s));
 }
 

@@ -1,10 +1,10 @@
 #include "kiln/runtime/scalar.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "kiln/runtime/error.hpp"
 
@@ -24,8 +24,7 @@ void store_integer(const scalar& s, std::int64_t i, std::uint64_t u, bool is_uns
   bool fits = is_unsigned ? u <= std::uint64_t(L::max())
                           : (i >= 0 ? std::uint64_t(i) <= std::uint64_t(L::max())
                                     : L::is_signed && i >= std::int64_t(L::min()));
-  if (!fits)
-    throw ValueError(fmt::format("integer {} does not fit {}", s.str(), t.name()));
+  if (!fits) throw ValueError(fmt::format("integer {} does not fit {}", s.str(), t.name()));
   put<T>(dst, is_unsigned ? T(u) : T(i));
 }
 
@@ -37,8 +36,9 @@ void store_truncated(double f, void* dst) {
     return;
   }
   double lo = double(std::numeric_limits<T>::min()), hi = double(std::numeric_limits<T>::max());
-  put<T>(dst, f < lo ? std::numeric_limits<T>::min()
-                     : f >= hi ? std::numeric_limits<T>::max() : T(f));
+  put<T>(dst, f < lo    ? std::numeric_limits<T>::min()
+              : f >= hi ? std::numeric_limits<T>::max()
+                        : T(f));
 }
 
 }  // namespace
@@ -47,29 +47,40 @@ weak_scalar scalar::weak_kind() const noexcept {
   switch (kind_) {
     case kind::boolean:
     case kind::signed_integer:
-    case kind::unsigned_integer: return weak_scalar::integer;
-    case kind::floating: return weak_scalar::floating;
-    default: return weak_scalar::complex;
+    case kind::unsigned_integer:
+      return weak_scalar::integer;
+    case kind::floating:
+      return weak_scalar::floating;
+    default:
+      return weak_scalar::complex;
   }
 }
 
 bool scalar::as_bool() const noexcept {
   switch (kind_) {
     case kind::boolean:
-    case kind::unsigned_integer: return u_ != 0;
-    case kind::signed_integer: return i_ != 0;
-    case kind::floating: return f_ != 0;
-    default: return c_ != std::complex<double>(0);
+    case kind::unsigned_integer:
+      return u_ != 0;
+    case kind::signed_integer:
+      return i_ != 0;
+    case kind::floating:
+      return f_ != 0;
+    default:
+      return c_ != std::complex<double>(0);
   }
 }
 
 double scalar::as_double() const noexcept {
   switch (kind_) {
     case kind::boolean:
-    case kind::unsigned_integer: return double(u_);
-    case kind::signed_integer: return double(i_);
-    case kind::floating: return f_;
-    default: return c_.real();
+    case kind::unsigned_integer:
+      return double(u_);
+    case kind::signed_integer:
+      return double(i_);
+    case kind::floating:
+      return f_;
+    default:
+      return c_.real();
   }
 }
 
@@ -79,11 +90,16 @@ std::complex<double> scalar::as_complex() const noexcept {
 
 std::string scalar::str() const {
   switch (kind_) {
-    case kind::boolean: return u_ ? "True" : "False";
-    case kind::signed_integer: return fmt::format("{}", i_);
-    case kind::unsigned_integer: return fmt::format("{}", u_);
-    case kind::floating: return fmt::format("{}", f_);
-    default: return fmt::format("({}{:+}j)", c_.real(), c_.imag());
+    case kind::boolean:
+      return u_ ? "True" : "False";
+    case kind::signed_integer:
+      return fmt::format("{}", i_);
+    case kind::unsigned_integer:
+      return fmt::format("{}", u_);
+    case kind::floating:
+      return fmt::format("{}", f_);
+    default:
+      return fmt::format("({}{:+}j)", c_.real(), c_.imag());
   }
 }
 
@@ -135,21 +151,43 @@ void scalar::store_as(dtype t, void* dst) const {
       store_truncated<T>(as_double(), dst);
   };
   switch (t.id()) {
-    case dtype_id::bool_: put<bool>(dst, as_bool()); return;
-    case dtype_id::int8: return to_int(std::int8_t{});
-    case dtype_id::int16: return to_int(std::int16_t{});
-    case dtype_id::int32: return to_int(std::int32_t{});
-    case dtype_id::int64: return to_int(std::int64_t{});
-    case dtype_id::uint8: return to_int(std::uint8_t{});
-    case dtype_id::uint16: return to_int(std::uint16_t{});
-    case dtype_id::uint32: return to_int(std::uint32_t{});
-    case dtype_id::uint64: return to_int(std::uint64_t{});
-    case dtype_id::float16: put(dst, half(float(as_double()))); return;
-    case dtype_id::bfloat16: put(dst, bf16(float(as_double()))); return;
-    case dtype_id::float32: put(dst, float(as_double())); return;
-    case dtype_id::float64: put(dst, as_double()); return;
-    case dtype_id::complex64: put(dst, std::complex<float>(as_complex())); return;
-    case dtype_id::complex128: put(dst, as_complex()); return;
+    case dtype_id::bool_:
+      put<bool>(dst, as_bool());
+      return;
+    case dtype_id::int8:
+      return to_int(std::int8_t{});
+    case dtype_id::int16:
+      return to_int(std::int16_t{});
+    case dtype_id::int32:
+      return to_int(std::int32_t{});
+    case dtype_id::int64:
+      return to_int(std::int64_t{});
+    case dtype_id::uint8:
+      return to_int(std::uint8_t{});
+    case dtype_id::uint16:
+      return to_int(std::uint16_t{});
+    case dtype_id::uint32:
+      return to_int(std::uint32_t{});
+    case dtype_id::uint64:
+      return to_int(std::uint64_t{});
+    case dtype_id::float16:
+      put(dst, half(float(as_double())));
+      return;
+    case dtype_id::bfloat16:
+      put(dst, bf16(float(as_double())));
+      return;
+    case dtype_id::float32:
+      put(dst, float(as_double()));
+      return;
+    case dtype_id::float64:
+      put(dst, as_double());
+      return;
+    case dtype_id::complex64:
+      put(dst, std::complex<float>(as_complex()));
+      return;
+    case dtype_id::complex128:
+      put(dst, as_complex());
+      return;
   }
 }
 

@@ -27,8 +27,7 @@ ThreadStreams& thread_streams() {
 }
 
 int checked_device_index(int device) {
-  if (device >= kMaxDevices)
-    throw ValueError("kiln supports at most 64 devices per process");
+  if (device >= kMaxDevices) throw ValueError("kiln supports at most 64 devices per process");
   return device;
 }
 
@@ -36,7 +35,8 @@ int checked_device_index(int device) {
 
 Stream::Stream(bool non_blocking) : device_(current_device()) {
   cudaStream_t s = nullptr;
-  KILN_CUDA(cudaStreamCreateWithFlags(&s, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault));
+  KILN_CUDA(
+      cudaStreamCreateWithFlags(&s, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault));
   handle_ = s;
   int dev = device_;
   owner_ = std::shared_ptr<void>(s, [dev](void* h) {
@@ -80,9 +80,12 @@ capture_status Stream::capture_state() const {
   }
   KILN_CUDA(e);
   switch (status) {
-    case cudaStreamCaptureStatusActive: return capture_status::active;
-    case cudaStreamCaptureStatusInvalidated: return capture_status::invalidated;
-    default: return capture_status::none;
+    case cudaStreamCaptureStatusActive:
+      return capture_status::active;
+    case cudaStreamCaptureStatusInvalidated:
+      return capture_status::invalidated;
+    default:
+      return capture_status::none;
   }
 }
 

@@ -1,8 +1,9 @@
 // CacheConfig::from_env: folder defaults and the KILN_CACHE_* / KILN_DISALLOW_COMPILE flags.
+#include "kiln/cache/cache_config.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "cache_test_support.hpp"
-#include "kiln/cache/cache_config.hpp"
 
 using namespace kiln::cache;
 using kiln::cache::testing::ScopedEnv;

@@ -1,11 +1,11 @@
 // Cache keys: every input that changes the binary changes the key; nothing else does;
 // the framing is unambiguous and stable across runs and builds.
-#include <catch2/catch.hpp>
+#include "kiln/cache/cache_key.hpp"
 
+#include <catch2/catch.hpp>
 #include <unordered_set>
 
 #include "cache_test_support.hpp"
-#include "kiln/cache/cache_key.hpp"
 #include "kiln/cache/nvrtc_compiler.hpp"
 
 using namespace kiln::cache;
@@ -20,18 +20,35 @@ CompileRequest base_request() {
 }
 }  // namespace
 
-TEST_CASE("cache key changes when source, any option, arch or a name expression changes", "[cache]") {
+TEST_CASE("cache key changes when source, any option, arch or a name expression changes",
+          "[cache]") {
   const CompileRequest base = base_request();
   const Key k0 = cache_key(base);
   std::vector<CompileRequest> variants;
-  auto v = base; v.source += " ";                         variants.push_back(v);
-  v = base; v.options[1] = "-DN=5";                       variants.push_back(v);
-  v = base; v.options.push_back("-lineinfo");             variants.push_back(v);
-  v = base; v.options.pop_back();                         variants.push_back(v);
-  v = base; std::swap(v.options[0], v.options[1]);        variants.push_back(v);
-  v = base; v.arch = 80;                                  variants.push_back(v);
-  v = base; v.name_expressions = {"f<double>"};           variants.push_back(v);
-  v = base; v.name_expressions.clear();                   variants.push_back(v);
+  auto v = base;
+  v.source += " ";
+  variants.push_back(v);
+  v = base;
+  v.options[1] = "-DN=5";
+  variants.push_back(v);
+  v = base;
+  v.options.push_back("-lineinfo");
+  variants.push_back(v);
+  v = base;
+  v.options.pop_back();
+  variants.push_back(v);
+  v = base;
+  std::swap(v.options[0], v.options[1]);
+  variants.push_back(v);
+  v = base;
+  v.arch = 80;
+  variants.push_back(v);
+  v = base;
+  v.name_expressions = {"f<double>"};
+  variants.push_back(v);
+  v = base;
+  v.name_expressions.clear();
+  variants.push_back(v);
   std::unordered_set<Key, KeyHash> seen{k0};
   for (const auto& r : variants) CHECK(seen.insert(cache_key(r)).second);
 }

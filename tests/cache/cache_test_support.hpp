@@ -52,7 +52,6 @@ class LogCapture {
   spdlog::level::level_enum saved_level_;
 };
 
-
 /// The smallest kernel worth compiling; `tag` makes the source (and so the key) unique.
 inline CompileRequest tiny_request(const std::string& tag = "0") {
   CompileRequest req;

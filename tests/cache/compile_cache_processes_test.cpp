@@ -1,13 +1,13 @@
 // compile_cached across processes: forked children race for the same missing kernel in one
 // fresh folder; exactly one runs NVRTC. Different kernels do not wait for each other. A lock
 // holder that dies or is stopped blocks nobody for long.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -50,7 +50,8 @@ std::vector<int> race(const std::vector<CompileRequest>& reqs, const CacheConfig
         const Binary bin = compile_cached(req, cfg);
         const bool compiled = stats().nvrtc_compiles.load() > compiles;
         const bool waited = stats().lock_waits.load() > waits;
-        if (bin.cubin.size() > 64) code = compiled ? (waited ? kCompiledAfterWait : kCompiled) : kLoaded;
+        if (bin.cubin.size() > 64)
+          code = compiled ? (waited ? kCompiledAfterWait : kCompiled) : kLoaded;
       } catch (...) {
       }
       ::_exit(code);
@@ -93,8 +94,9 @@ TEST_CASE("compile_cached from 6 processes at once runs NVRTC once for one kerne
 TEST_CASE("compile_cached from processes compiles different kernels in parallel", "[cache]") {
   TempDir tmp;
   LogCapture quiet;
-  const auto codes = race({tiny_request("22"), tiny_request("23"), tiny_request("24"), tiny_request("25")},
-                          disk_config(tmp.path()));
+  const auto codes =
+      race({tiny_request("22"), tiny_request("23"), tiny_request("24"), tiny_request("25")},
+           disk_config(tmp.path()));
   INFO("child exit codes: " << Catch::Detail::stringify(codes));
   // Each compiled its own kernel and none waited on another's lock.
   for (int c : codes) CHECK(c == kCompiled);
@@ -139,7 +141,8 @@ TEST_CASE("compile_cached writes its pid into the lock file it holds", "[cache]"
   CHECK(holder.rfind(std::to_string(::getpid()) + " ", 0) == 0);
 }
 
-TEST_CASE("compile_cached stops waiting for a stopped lock holder, says who, and compiles", "[cache]") {
+TEST_CASE("compile_cached stops waiting for a stopped lock holder, says who, and compiles",
+          "[cache]") {
   TempDir tmp;
   ScopedEnv dir("KILN_CACHE_DIR", tmp.path().string());
   ScopedEnv timeout("KILN_CACHE_LOCK_TIMEOUT", "1.5");
@@ -180,13 +183,15 @@ TEST_CASE("compile_cached stops waiting for a stopped lock holder, says who, and
   ::close(ready[0]);
   ::close(ready[1]);
   REQUIRE(finished);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(result.get().cubin.size() > 64);
   CHECK(seconds >= 1.4);
   CHECK(seconds < 10);
   CHECK(stats().nvrtc_compiles.load() == compiles + 1);
   // Said out loud at warn level: whom it waits for, then that it gave up.
-  const std::string who = "process " + std::to_string(pid) + " (pid in lock file), which is stopped";
+  const std::string who =
+      "process " + std::to_string(pid) + " (pid in lock file), which is stopped";
   INFO(log.text());
   CHECK(log.contains("waiting for " + who));
   CHECK(log.contains("kernel 'k' (key " + cache_key(req).hex() + ")"));

@@ -1,10 +1,12 @@
 // compile_cached in one process: disk hits and misses, damaged entries recompiled over,
 // refused folders, in-memory mode, saved sources, KILN_DISALLOW_COMPILE, threads.
-#include <catch2/catch.hpp>
+#include "kiln/cache/compile_cache.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -13,7 +15,6 @@
 
 #include "cache_test_support.hpp"
 #include "kiln/cache/cache_key.hpp"
-#include "kiln/cache/compile_cache.hpp"
 #include "kiln/cache/disk_cache.hpp"
 #include "kiln/cache/entry_format.hpp"
 #include "kiln/runtime/error.hpp"
@@ -28,7 +29,8 @@ struct Counts {
   std::uint64_t hits, misses, compiles, bad;
   static Counts now() {
     auto& s = stats();
-    return {s.disk_hits.load(), s.disk_misses.load(), s.nvrtc_compiles.load(), s.bad_entries.load()};
+    return {s.disk_hits.load(), s.disk_misses.load(), s.nvrtc_compiles.load(),
+            s.bad_entries.load()};
   }
   Counts operator-(const Counts& o) const {
     return {hits - o.hits, misses - o.misses, compiles - o.compiles, bad - o.bad};
@@ -65,7 +67,8 @@ TEST_CASE("compile_cached compiles on a miss and loads from disk on the next cal
   CHECK(second == first);
 }
 
-TEST_CASE("compile_cached recompiles and rewrites a corrupt, truncated or foreign entry", "[cache]") {
+TEST_CASE("compile_cached recompiles and rewrites a corrupt, truncated or foreign entry",
+          "[cache]") {
   TempDir tmp;
   const auto cfg = disk_config(tmp.path());
   const auto req = tiny_request("12");
@@ -80,11 +83,11 @@ TEST_CASE("compile_cached recompiles and rewrites a corrupt, truncated or foreig
   const std::string truncated = good_bytes.substr(0, good_bytes.size() - 7);
   const std::string header_only = good_bytes.substr(0, 30);
 
-  for (const auto& [what, bytes] : std::vector<std::pair<std::string, std::string>>{
-           {"flipped payload byte", flipped},
-           {"wrong magic", wrong_magic},
-           {"truncated payload", truncated},
-           {"truncated header", header_only}}) {
+  for (const auto& [what, bytes] :
+       std::vector<std::pair<std::string, std::string>>{{"flipped payload byte", flipped},
+                                                        {"wrong magic", wrong_magic},
+                                                        {"truncated payload", truncated},
+                                                        {"truncated header", header_only}}) {
     INFO(what);
     write_file(entry, bytes);
     LogCapture log;
@@ -107,7 +110,9 @@ TEST_CASE("compile_cached still works when the cache folder is writable by other
   LogCapture log;
   const auto c = Counts::now();
   const Binary bin = compile_cached(tiny_request("13"), disk_config(dir));
-  CHECK(bin.cubin.substr(0, 4) == "\x7f" "ELF");
+  CHECK(bin.cubin.substr(0, 4) ==
+        "\x7f"
+        "ELF");
   CHECK((Counts::now() - c).compiles == 1);
   CHECK(fs::is_empty(dir));
   CHECK(log.contains("not using kernel cache folder"));
@@ -134,7 +139,8 @@ TEST_CASE("compile_cached in memory only is chosen by KILN_CACHE_IN_MEMORY=1", "
   CHECK_FALSE(fs::exists(tmp.path() / "kiln"));
 }
 
-TEST_CASE("compile_cached keeps the .cu beside the binary with KILN_CACHE_SAVE_SOURCE=1", "[cache]") {
+TEST_CASE("compile_cached keeps the .cu beside the binary with KILN_CACHE_SAVE_SOURCE=1",
+          "[cache]") {
   TempDir tmp;
   ScopedEnv dir("KILN_CACHE_DIR", tmp.path().string());
   ScopedEnv src("KILN_CACHE_SAVE_SOURCE", "1");
@@ -146,7 +152,8 @@ TEST_CASE("compile_cached keeps the .cu beside the binary with KILN_CACHE_SAVE_S
   CHECK(read_file(disk.source_path(cache_key(req))) == req.source);
 }
 
-TEST_CASE("compile_cached with KILN_DISALLOW_COMPILE=1 throws on a miss and loads a hit", "[cache]") {
+TEST_CASE("compile_cached with KILN_DISALLOW_COMPILE=1 throws on a miss and loads a hit",
+          "[cache]") {
   TempDir tmp;
   ScopedEnv dir("KILN_CACHE_DIR", tmp.path().string());
   ScopedEnv mem("KILN_CACHE_IN_MEMORY", std::nullopt);
@@ -212,7 +219,8 @@ TEST_CASE("compile_cached in memory only serves concurrent threads", "[cache]") 
   CHECK(ok == 6);
 }
 
-TEST_CASE("compile_cached refuses a FIFO at the entry, lock or fan-out path without blocking", "[cache]") {
+TEST_CASE("compile_cached refuses a FIFO at the entry, lock or fan-out path without blocking",
+          "[cache]") {
   TempDir tmp;
   const auto cfg = disk_config(tmp.path());
   const auto req = tiny_request("15");

@@ -1,13 +1,14 @@
 // DiskCache on its own (no NVRTC): layout, atomic writes, permission checks, bad entries.
-#include <catch2/catch.hpp>
+#include "kiln/cache/disk_cache.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "cache_test_support.hpp"
 #include "kiln/cache/cache_stats.hpp"
-#include "kiln/cache/disk_cache.hpp"
 #include "kiln/cache/entry_format.hpp"
 
 using namespace kiln::cache;
@@ -16,7 +17,10 @@ namespace fs = std::filesystem;
 
 namespace {
 const Key kKey{0xab00000000000001ull, 0x2ull};
-const Binary kBin{"\x7f" "ELFcubin", {"_Z1kv"}};
+const Binary kBin{
+    "\x7f"
+    "ELFcubin",
+    {"_Z1kv"}};
 mode_t mode_of(const fs::path& p) {
   struct stat st {};
   REQUIRE(::stat(p.c_str(), &st) == 0);
@@ -72,7 +76,8 @@ TEST_CASE("disk cache ignores, logs and counts a damaged entry", "[cache]") {
   const std::string good = read_file(path);
   auto damaged = good;
   damaged[damaged.size() - 2] ^= 0x40;
-  for (const std::string& bytes : {damaged, good.substr(0, good.size() / 2), std::string("garbage")}) {
+  for (const std::string& bytes :
+       {damaged, good.substr(0, good.size() / 2), std::string("garbage")}) {
     write_file(path, bytes);
     LogCapture log;
     const auto bad_before = stats().bad_entries.load();

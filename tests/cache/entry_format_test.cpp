@@ -1,11 +1,11 @@
 // The on-disk entry format: exact bytes (golden file), round trip, and every check that
 // makes a damaged file be ignored instead of used.
-#include <catch2/catch.hpp>
+#include "kiln/cache/entry_format.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "cache_test_support.hpp"
-#include "kiln/cache/entry_format.hpp"
 
 using namespace kiln::cache;
 using kiln::cache::testing::read_file;
@@ -13,7 +13,10 @@ using kiln::cache::testing::read_file;
 namespace {
 const Key kKey{0x0123456789abcdefull, 0xfedcba9876543210ull};
 Binary sample() {
-  return Binary{std::string("\x7f" "ELF fake cubin\0\x01\x02", 18), {"_Z1fIfEvPT_", "k"}};
+  return Binary{std::string("\x7f"
+                            "ELF fake cubin\0\x01\x02",
+                            18),
+                {"_Z1fIfEvPT_", "k"}};
 }
 std::filesystem::path golden_dir() {
 #ifdef KILN_TEST_SOURCE_DIR
@@ -66,14 +69,22 @@ TEST_CASE("cache entry decoding rejects every kind of damage", "[cache]") {
   rejects(good.substr(0, 20), kKey, "shorter than the header");
   rejects(good.substr(0, good.size() - 1), kKey, "truncated");
   rejects(good + "x", kKey, "trailing bytes");
-  auto m = good; m[0] = 'X';                 rejects(m, kKey, "magic");
-  auto v = good; v[8] = 2;                   rejects(v, kKey, "version");
-  auto h = good; h[12] = 64;                 rejects(h, kKey, "header size");
+  auto m = good;
+  m[0] = 'X';
+  rejects(m, kKey, "magic");
+  auto v = good;
+  v[8] = 2;
+  rejects(v, kKey, "version");
+  auto h = good;
+  h[12] = 64;
+  rejects(h, kKey, "header size");
   rejects(good, Key{kKey.hi, kKey.lo + 1}, "key");
   for (std::size_t i = kEntryHeaderSize; i < good.size(); ++i) {
     auto p = good;
     p[i] = static_cast<char>(p[i] ^ 0x10);
     rejects(p, kKey, "checksum");
   }
-  auto c = good; c[40] ^= 1;                 rejects(c, kKey, "checksum");
+  auto c = good;
+  c[40] ^= 1;
+  rejects(c, kKey, "checksum");
 }

@@ -1,8 +1,9 @@
 // MemoryCache: lookups, stable addresses, make() once per key under concurrency,
 // retry after a throwing make(), different keys created in parallel.
-#include <catch2/catch.hpp>
+#include "kiln/cache/memory_cache.hpp"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -10,7 +11,6 @@
 #include <vector>
 
 #include "kiln/cache/cache_key.hpp"
-#include "kiln/cache/memory_cache.hpp"
 
 using namespace kiln::cache;
 
@@ -24,7 +24,10 @@ TEST_CASE("memory cache finds what get_or_create made, at a stable address", "[c
   for (std::uint64_t i = 0; i < 1000; ++i)  // rehashing must not move values
     cache.get_or_create(Key{i, 100}, [&] { return std::to_string(i); });
   CHECK(cache.find(a) == &va);
-  CHECK(cache.get_or_create(a, []() -> std::string { FAIL("make() ran twice"); return {}; }) == "alpha");
+  CHECK(cache.get_or_create(a, []() -> std::string {
+    FAIL("make() ran twice");
+    return {};
+  }) == "alpha");
   CHECK(cache.find(b) == nullptr);
   CHECK(cache.size() == 1001);
   cache.clear();
@@ -61,7 +64,8 @@ TEST_CASE("memory cache creates different keys in parallel", "[cache]") {
   auto make = [&] {
     const int now = ++inside;
     int m = max_inside.load();
-    while (now > m && !max_inside.compare_exchange_weak(m, now)) {}
+    while (now > m && !max_inside.compare_exchange_weak(m, now)) {
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     --inside;
     return 1;

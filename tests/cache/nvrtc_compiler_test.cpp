@@ -1,22 +1,24 @@
 // The NVRTC wrapper: cubin for the asked arch, lowered names, CUDA headers found, errors
 // that show the kernel name, the log and the numbered source. Runs without a GPU.
-#include <catch2/catch.hpp>
+#include "kiln/cache/nvrtc_compiler.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "cache_test_support.hpp"
-#include "kiln/cache/nvrtc_compiler.hpp"
 #include "kiln/runtime/error.hpp"
 
 using namespace kiln::cache;
+using Catch::Matchers::Contains;
 using kiln::cache::testing::ScopedEnv;
 using kiln::cache::testing::tiny_request;
-using Catch::Matchers::Contains;
 
 TEST_CASE("nvrtc compiles a trivial kernel to an sm_90 cubin", "[cache]") {
   const Binary bin = nvrtc_compile(tiny_request());
   REQUIRE(bin.cubin.size() > 64);
-  CHECK(bin.cubin.substr(0, 4) == "\x7f" "ELF");
+  CHECK(bin.cubin.substr(0, 4) ==
+        "\x7f"
+        "ELF");
   CHECK(bin.lowered_names.empty());
 }
 
@@ -37,7 +39,9 @@ TEST_CASE("nvrtc finds cuda_fp16.h through the default include options", "[cache
   CHECK(opts[0].rfind("-I", 0) == 0);
   CHECK(std::filesystem::exists(opts[0].substr(2) + "/cuda_fp16.h"));
   CompileRequest req = tiny_request();
-  req.source = "#include <cuda_fp16.h>\nextern \"C\" __global__ void h(__half* x) { x[0] = __float2half(1.f); }\n";
+  req.source =
+      "#include <cuda_fp16.h>\nextern \"C\" __global__ void h(__half* x) { x[0] = "
+      "__float2half(1.f); }\n";
   req.kernel_name = "h";
   CHECK(nvrtc_compile(req).cubin.size() > 64);
 }
@@ -59,11 +63,13 @@ TEST_CASE("default include options prefer CUDA_PATH when it exists", "[cache]") 
   }
 }
 
-TEST_CASE("nvrtc syntax error throws CompileError with name, options, log and numbered source", "[cache]") {
+TEST_CASE("nvrtc syntax error throws CompileError with name, options, log and numbered source",
+          "[cache]") {
   CompileRequest req;
   req.kernel_name = "broken_kernel";
   req.options = {"-std=c++17", "-DKILN_TEST_OPTION=3"};
-  req.source = "// line 1\nextern \"C\" __global__ void broken_kernel(float* x) {\n  x[0] = 1 +;\n}\n";
+  req.source =
+      "// line 1\nextern \"C\" __global__ void broken_kernel(float* x) {\n  x[0] = 1 +;\n}\n";
   try {
     nvrtc_compile(req);
     FAIL("expected kiln::CompileError");

@@ -1,7 +1,6 @@
 // kiln's own device complex type: no <cuda/std/complex> in generated kernels, and every
 // operator and function compiles for complex<float> and complex<double> with NVRTC.
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -49,7 +48,8 @@ TEST_CASE("complex kernels use kiln's own complex type, not <cuda/std/complex>",
   CHECK_THAT(header, !Catch::Contains("#include"));
   CHECK_THAT(header, Catch::Contains("struct alignas(2 * sizeof(kiln_V)) complex"));
 
-  ElementwiseKernel k("complex64 x, complex64 y", "complex64 z", "z = x * y + conj(x)", "cmul_conj");
+  ElementwiseKernel k("complex64 x, complex64 y", "complex64 z", "z = x * y + conj(x)",
+                      "cmul_conj");
   const auto spec = k.make_spec(std::vector<dtype>{complex64, complex64}, {});
   CHECK_THAT(k.source(spec), !Catch::Contains("cuda/std/complex"));
   CHECK_FALSE(k.compile_for(spec, 90).cubin.empty());
@@ -59,7 +59,8 @@ TEST_CASE("every complex operator and function compiles for complex<float> and c
           "[codegen]") {
   const std::string src = codegen::device_header({.complex = true}) + kEveryUse;
   try {
-    auto bin = cache::nvrtc_compile({.source = src, .kernel_name = "every_complex_use", .arch = 90});
+    auto bin =
+        cache::nvrtc_compile({.source = src, .kernel_name = "every_complex_use", .arch = 90});
     CHECK_FALSE(bin.cubin.empty());
   } catch (const CompileError& e) {
     FAIL(e.what());

@@ -42,7 +42,9 @@ inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dsub_rn(double a, double b) { return a - b; }
 inline void sincos(float a, float* s, float* c) { ::sincosf(a, s, c); }  // CUDA's overload
 // kiln_core's fast division (the strided and tiled loops' unravelling).
-inline unsigned __umulhi(unsigned a, unsigned b) { return unsigned((unsigned long long)a * b >> 32); }
+inline unsigned __umulhi(unsigned a, unsigned b) {
+  return unsigned((unsigned long long)a * b >> 32);
+}
 inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
   return (unsigned long long)((unsigned __int128)a * b >> 64);
 }

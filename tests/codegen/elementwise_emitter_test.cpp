@@ -1,10 +1,11 @@
 // Every kind of elementwise kernel kiln can generate, compiled by NVRTC for sm_90 (no GPU).
-#include <catch2/catch.hpp>
+#include "kiln/codegen/elementwise_emitter.hpp"
 
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
+
 #include "kiln/cache/nvrtc_compiler.hpp"
-#include "kiln/codegen/elementwise_emitter.hpp"
 #include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/runtime/error.hpp"
 
@@ -39,7 +40,7 @@ TEST_CASE("the README kernel generates a vectorized kernel that NVRTC compiles",
   CHECK_THAT(src, Catch::Contains("kiln_load<4>(kiln_r_x"));
   CHECK_THAT(src, Catch::Contains("kiln_store<4>(kiln_p_z"));
   CHECK_THAT(src, !Catch::Contains("kiln_load<4>(kiln_r_z"));  // z is only written
-  CHECK_THAT(src, !Catch::Contains("cuda_fp16.h"));             // headers only when needed
+  CHECK_THAT(src, !Catch::Contains("cuda_fp16.h"));            // headers only when needed
   CHECK_THAT(src, !Catch::Contains("cuda/std/complex"));
   check_compiles(k, spec);
 }
@@ -51,8 +52,10 @@ TEST_CASE("an output the operation reads is loaded before the vectorized operati
   check_compiles(k, spec);
 }
 
-TEST_CASE("every dtype compiles contiguous, vectorized, strided, with 32/64-bit indices and raw "
-          "and scalar parameters", "[codegen]") {
+TEST_CASE(
+    "every dtype compiles contiguous, vectorized, strided, with 32/64-bit indices and raw "
+    "and scalar parameters",
+    "[codegen]") {
   ElementwiseKernel k("T x, raw T r, T s", "T z", "z = x * s + r[i]", "all_layouts");
   for (dtype t : kAllDtypes) {
     const int wide = int(16 / t.itemsize());
@@ -62,16 +65,37 @@ TEST_CASE("every dtype compiles contiguous, vectorized, strided, with 32/64-bit 
       bool raw_contiguous;
     };
     const Variant variants[] = {
-        {{.layout = Layout::contiguous, .index_bits = 32, .vector_width = wide, .raw_ndim = 2}, false, true},
-        {{.layout = Layout::contiguous, .index_bits = 64, .vector_width = 1, .raw_ndim = 1}, false, false},
+        {{.layout = Layout::contiguous, .index_bits = 32, .vector_width = wide, .raw_ndim = 2},
+         false,
+         true},
+        {{.layout = Layout::contiguous, .index_bits = 64, .vector_width = 1, .raw_ndim = 1},
+         false,
+         false},
         {{.layout = Layout::strided, .ndim = 3, .index_bits = 32, .raw_ndim = 2}, true, false},
         {{.layout = Layout::strided, .ndim = 1, .index_bits = 64, .raw_ndim = 0}, false, true},
         // Vectors along the last axis (every access mode is in the source: vector, reversed,
         // broadcast, one by one).
-        {{.layout = Layout::strided, .ndim = 2, .index_bits = 32, .vector_width = wide, .raw_ndim = 1}, false, true},
-        {{.layout = Layout::strided, .ndim = 4, .index_bits = 64, .vector_width = std::max(1, wide / 2), .raw_ndim = 1},
-         false, false},
-        {{.layout = Layout::strided, .ndim = 1, .index_bits = 32, .vector_width = wide, .raw_ndim = 1}, true, true},
+        {{.layout = Layout::strided,
+          .ndim = 2,
+          .index_bits = 32,
+          .vector_width = wide,
+          .raw_ndim = 1},
+         false,
+         true},
+        {{.layout = Layout::strided,
+          .ndim = 4,
+          .index_bits = 64,
+          .vector_width = std::max(1, wide / 2),
+          .raw_ndim = 1},
+         false,
+         false},
+        {{.layout = Layout::strided,
+          .ndim = 1,
+          .index_bits = 32,
+          .vector_width = wide,
+          .raw_ndim = 1},
+         true,
+         true},
     };
     for (const auto& v : variants) {
       INFO(fmt::format("{} layout {} ndim {} bits {} vw {}", t, int(v.layout.layout), v.layout.ndim,
@@ -85,8 +109,10 @@ TEST_CASE("every dtype compiles contiguous, vectorized, strided, with 32/64-bit 
   }
 }
 
-TEST_CASE("every dtype compiles tiled (transposed operands through shared memory), with raw, "
-          "scalar and uniform parameters and 32/64-bit indices", "[codegen]") {
+TEST_CASE(
+    "every dtype compiles tiled (transposed operands through shared memory), with raw, "
+    "scalar and uniform parameters and 32/64-bit indices",
+    "[codegen]") {
   ElementwiseKernel k("T x, T y, raw T r, T s", "T z", "z = x * s + y + r[i]", "tiled_all");
   ElementwiseKernel acc("T x", "T z", "z += x", "tiled_accumulate");  // z is read: loaded first
   for (dtype t : kAllDtypes) {
@@ -95,13 +121,17 @@ TEST_CASE("every dtype compiles tiled (transposed operands through shared memory
       int bits;
       std::uint64_t staged;  // bit k: parameter k
       bool y_uniform;
-      int ndim = 2;          // more: batch axes before (rows, cols)
+      int ndim = 2;  // more: batch axes before (rows, cols)
     };
-    for (const Variant v : {Variant{32, 0b00001, false}, Variant{64, 0b10001, false}, Variant{32, 0b00011, false},
-                            Variant{32, 0b10001, true}, Variant{32, 0b00001, false, 3},
-                            Variant{64, 0b10001, true, 4}}) {
-      INFO(fmt::format("{} bits {} staged {:b} y uniform {} ndim {}", t, v.bits, v.staged, v.y_uniform, v.ndim));
-      auto spec = k.make_spec(types, {.layout = Layout::tiled, .ndim = v.ndim, .index_bits = v.bits, .raw_ndim = 2,
+    for (const Variant v : {Variant{32, 0b00001, false}, Variant{64, 0b10001, false},
+                            Variant{32, 0b00011, false}, Variant{32, 0b10001, true},
+                            Variant{32, 0b00001, false, 3}, Variant{64, 0b10001, true, 4}}) {
+      INFO(fmt::format("{} bits {} staged {:b} y uniform {} ndim {}", t, v.bits, v.staged,
+                       v.y_uniform, v.ndim));
+      auto spec = k.make_spec(types, {.layout = Layout::tiled,
+                                      .ndim = v.ndim,
+                                      .index_bits = v.bits,
+                                      .raw_ndim = 2,
                                       .staged = v.staged});
       if (v.y_uniform) spec.set_param(1, t, OperandKind::uniform);
       spec.set_param(3, t, OperandKind::scalar);
@@ -112,8 +142,12 @@ TEST_CASE("every dtype compiles tiled (transposed operands through shared memory
       CHECK((src.find("kiln_sm_y[") != std::string::npos) == bool(v.staged & 0b10));
       check_compiles(k, spec);
     }
-    auto a = acc.make_spec(std::vector<dtype>{t, t}, {.layout = Layout::tiled, .ndim = 2, .staged = 0b10});
-    CHECK_THAT(acc.source(a), Catch::Contains("kiln_t_z[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr] = *reinterpret_cast"));
+    auto a = acc.make_spec(std::vector<dtype>{t, t},
+                           {.layout = Layout::tiled, .ndim = 2, .staged = 0b10});
+    CHECK_THAT(
+        acc.source(a),
+        Catch::Contains(
+            "kiln_t_z[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr] = *reinterpret_cast"));
     check_compiles(acc, a);
   }
   // The ABI is the strided one, over the planned dims.
@@ -145,11 +179,14 @@ TEST_CASE("user macros like -DX=1 -DT=1 -DN=1 reach user code and break nothing"
   o.preamble = "__device__ U twice(U v) { return v * U(2); }\n";
   o.loop_prep = "__shared__ int kiln_unused_shared; U bias = U(X + N);";
   o.after_loop = "__syncthreads();";
-  ElementwiseKernel k("U x, raw U r", "U z", "z = twice(x) + bias * U(SCALE) + r[{i, 0}] + U(r.shape()[1]) + U(r.strides()[0]) + U(r.size()) + U(_ind.size() - _ind.get())",
+  ElementwiseKernel k("U x, raw U r", "U z",
+                      "z = twice(x) + bias * U(SCALE) + r[{i, 0}] + U(r.shape()[1]) + "
+                      "U(r.strides()[0]) + U(r.size()) + U(_ind.size() - _ind.get())",
                       "with_macros", o);
   for (dtype t : {float32, complex128, float16}) {
     INFO(t.name());
-    auto spec = k.make_spec(std::vector<dtype>{t, t}, {.vector_width = t.itemsize() < 16 ? 2 : 1, .raw_ndim = 2});
+    auto spec = k.make_spec(std::vector<dtype>{t, t},
+                            {.vector_width = t.itemsize() < 16 ? 2 : 1, .raw_ndim = 2});
     spec.set_param(1, t, OperandKind::raw_array, 2, false);
     check_compiles(k, spec);
   }

@@ -1,13 +1,14 @@
 // The kernel ABI's host description (abi_layout) against what NVRTC lays out for the types
 // kernels declare (abi_type): sizes, alignments and standard layout, for every argument
 // kind, dtype and index width, as static_asserts compiled for sm_90.
-#include <catch2/catch.hpp>
+#include "kiln/codegen/kernel_abi.hpp"
 
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
+
 #include "kiln/cache/nvrtc_compiler.hpp"
 #include "kiln/codegen/device_header.hpp"
-#include "kiln/codegen/kernel_abi.hpp"
 #include "kiln/runtime/error.hpp"
 
 using namespace kiln;
@@ -24,7 +25,8 @@ std::vector<AbiArg> every_arg() {
     out.push_back({.kind = AbiKind::pointer, .type = t});
     out.push_back({.kind = AbiKind::pointer, .type = t, .writable = true});
     for (int nd : {0, 1, 2, 5})
-      for (bool c : {true, false}) out.push_back({.kind = AbiKind::raw_array, .type = t, .ndim = nd, .contiguous = c});
+      for (bool c : {true, false})
+        out.push_back({.kind = AbiKind::raw_array, .type = t, .ndim = nd, .contiguous = c});
   }
   for (int nd : {1, 2, 3, 7, 32}) {
     out.push_back({.kind = AbiKind::strided, .ndim = nd});
@@ -46,12 +48,14 @@ std::string static_asserts(int index_bits) {
     const auto l = codegen::abi_layout(a, index_bits);
     const std::string t = fmt::format("kiln_t{}", n++);
     src += fmt::format("typedef {} {};\n", plain(codegen::abi_type(a)), t);
-    src += fmt::format("static_assert(sizeof({0}) == {1} && alignof({0}) == {2}, \"{3}: size {1}, align {2}\");\n",
-                       t, l.size, l.align, codegen::abi_type(a));
+    src += fmt::format(
+        "static_assert(sizeof({0}) == {1} && alignof({0}) == {2}, \"{3}: size {1}, align {2}\");\n",
+        t, l.size, l.align, codegen::abi_type(a));
     // Standard layout fixes each field at the next offset its alignment allows, in declaration
     // order (NVRTC has no constant offsetof): with the sizes above, the pointer-then-indices
     // order the host packs.
-    src += fmt::format("static_assert(__is_standard_layout({0}) && __is_trivially_copyable({0}), \"{0}\");\n", t);
+    src += fmt::format(
+        "static_assert(__is_standard_layout({0}) && __is_trivially_copyable({0}), \"{0}\");\n", t);
     const int idx = index_bits / 8;
     CHECK(l.size >= (l.pointer ? 8u : 0u) + std::uint32_t(idx) * l.indices + l.value_size);
   }
@@ -60,7 +64,8 @@ std::string static_asserts(int index_bits) {
 
 }  // namespace
 
-TEST_CASE("every ABI argument kind has the size, alignment and layout the host packs", "[codegen]") {
+TEST_CASE("every ABI argument kind has the size, alignment and layout the host packs",
+          "[codegen]") {
   for (int bits : {32, 64}) {
     INFO("index bits " << bits);
     const std::string src = static_asserts(bits);
@@ -73,7 +78,8 @@ TEST_CASE("every ABI argument kind has the size, alignment and layout the host p
   }
 }
 
-TEST_CASE("ABI layouts; a pointer then index-width integers, padded to the alignment", "[codegen]") {
+TEST_CASE("ABI layouts; a pointer then index-width integers, padded to the alignment",
+          "[codegen]") {
   using codegen::abi_layout;
   CHECK(abi_layout({.kind = AbiKind::strided, .ndim = 3}, 32).size == 24);  // 8 + 3*4 -> 24
   CHECK(abi_layout({.kind = AbiKind::strided, .ndim = 3}, 64).size == 32);

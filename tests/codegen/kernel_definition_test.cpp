@@ -15,8 +15,10 @@ TEST_CASE("a definition checks names across inputs, outputs and types", "[codege
   CHECK_THROWS_WITH(make_elementwise_definition("T x", "U T", {"T = x"}, "k", {}),
                     Catch::Contains("both as a parameter name and a type"));
   std::string many;
-  for (int k = 0; k < kMaxParams + 1; ++k) many += (k ? ", " : "") + std::string("float32 a") + std::to_string(k);
-  CHECK_THROWS_AS(make_elementwise_definition(many, "float32 z", {"z = 0"}, "k", {}), SignatureError);
+  for (int k = 0; k < kMaxParams + 1; ++k)
+    many += (k ? ", " : "") + std::string("float32 a") + std::to_string(k);
+  CHECK_THROWS_AS(make_elementwise_definition(many, "float32 z", {"z = 0"}, "k", {}),
+                  SignatureError);
 
   auto def = make_elementwise_definition("float32 x, T y", "U z, T w", {"z = x"}, "k", {});
   CHECK(def.nin == 2);
@@ -39,15 +41,19 @@ TEST_CASE("definition hashes change with any part of the definition", "[codegen]
   for (const auto* other : {&c, &d, &e, &f, &g}) CHECK_FALSE(a.hash == other->hash);
 }
 
-TEST_CASE("a -D option naming a parameter, placeholder or the kernel is a SignatureError", "[codegen]") {
+TEST_CASE("a -D option naming a parameter, placeholder or the kernel is a SignatureError",
+          "[codegen]") {
   CHECK_THROWS_WITH(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {"-Dx=5"}),
                     Catch::Contains("option -Dx names a parameter"));
-  CHECK_THROWS_AS(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {"-D", "T"}), SignatureError);
-  CHECK_THROWS_AS(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {"-Dk=other"}), SignatureError);
+  CHECK_THROWS_AS(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {"-D", "T"}),
+                  SignatureError);
+  CHECK_THROWS_AS(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {"-Dk=other"}),
+                  SignatureError);
   CHECK_NOTHROW(make_elementwise_definition("T x", "T y", {"y = x + N"}, "k", {"-DN=5"}));
 }
 
-TEST_CASE("an architecture option is refused; kiln compiles for the device's architecture", "[codegen]") {
+TEST_CASE("an architecture option is refused; kiln compiles for the device's architecture",
+          "[codegen]") {
   for (const char* o : {"-arch=sm_80", "--gpu-architecture=compute_80", "-arch"})
     CHECK_THROWS_WITH(make_elementwise_definition("T x", "T y", {"y = x"}, "k", {o}),
                       Catch::Contains("kiln-cache --arch"));

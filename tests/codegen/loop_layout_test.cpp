@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "kiln/codegen/loop_layout.hpp"
 
+#include <catch2/catch.hpp>
 #include <vector>
 
-#include "kiln/codegen/loop_layout.hpp"
 #include "kiln/codegen/operation_analysis.hpp"
 
 using namespace kiln;
@@ -38,7 +38,8 @@ TEST_CASE("collapse keeps a transposed operand's axes and merges a reversed one"
   CHECK(r[0] == Shape{-4});
 }
 
-TEST_CASE("collapse of all size-1 axes gives a 0-d loop; zero extents are left alone", "[codegen]") {
+TEST_CASE("collapse of all size-1 axes gives a 0-d loop; zero extents are left alone",
+          "[codegen]") {
   Shape shape{1, 1};
   std::vector<Shape> st = {{4, 4}};
   collapse_dims(shape, st);
@@ -78,7 +79,6 @@ TEST_CASE("vector width is 16 bytes of the widest operand, reduced by misalignme
   CHECK(choose_vector_width(std::vector<VectorOperand>{{a + 8, 4}, {a, 4}}) == 2);
   CHECK(choose_vector_width(std::vector<VectorOperand>{}) == 1);
 }
-
 
 TEST_CASE("collapse orders the axes by an output's strides, so operands transposed with it merge",
           "[codegen]") {
@@ -128,10 +128,14 @@ TEST_CASE("fast divisors divide exactly across the whole index range", "[codegen
   };
   for (int bits : {32, 64}) {
     const std::uint64_t limit = bits == 32 ? (std::uint64_t(1) << 31) : (std::uint64_t(1) << 63);
-    std::vector<std::uint64_t> divisors{1, 2, 3, 5, 7, 31, 32, 33, 1000, 2048, 8191, 65535, 65536, 1 << 20,
-                                        (std::uint64_t(1) << 31) - 1};
-    if (bits == 64) divisors.insert(divisors.end(), {std::uint64_t(1) << 31, 3000000007ull, (std::uint64_t(1) << 62) + 1});
-    for (int k = 0; k < 200; ++k) divisors.push_back(1 + next() % (bits == 32 ? limit - 1 : (std::uint64_t(1) << 40)));
+    std::vector<std::uint64_t> divisors{1,    2,     3,     5,       7,
+                                        31,   32,    33,    1000,    2048,
+                                        8191, 65535, 65536, 1 << 20, (std::uint64_t(1) << 31) - 1};
+    if (bits == 64)
+      divisors.insert(divisors.end(),
+                      {std::uint64_t(1) << 31, 3000000007ull, (std::uint64_t(1) << 62) + 1});
+    for (int k = 0; k < 200; ++k)
+      divisors.push_back(1 + next() % (bits == 32 ? limit - 1 : (std::uint64_t(1) << 40)));
     for (std::uint64_t d : divisors) {
       const FastDivisor f = fast_divisor(std::int64_t(d), bits);
       CHECK(f.divisor == std::int64_t(d));

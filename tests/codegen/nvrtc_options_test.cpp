@@ -10,8 +10,8 @@ using namespace kiln;
 using namespace kiln::codegen;
 
 TEST_CASE("user -D and -U options become source lines, the rest stays NVRTC options", "[codegen]") {
-  auto s = split_user_macros({"-DX=1", "--use_fast_math", "-D", "N", "-UFOO", "--define-macro=Y=a b",
-                              "--undefine-macro", "BAR", "-DF(a)=a*2"});
+  auto s = split_user_macros({"-DX=1", "--use_fast_math", "-D", "N", "-UFOO",
+                              "--define-macro=Y=a b", "--undefine-macro", "BAR", "-DF(a)=a*2"});
   CHECK(s.nvrtc_options == std::vector<std::string>{"--use_fast_math"});
   CHECK(s.macros.lines ==
         "#define X 1\n#define N 1\n#undef FOO\n#define Y a b\n#undef BAR\n#define F(a) a*2\n");
@@ -24,7 +24,8 @@ TEST_CASE("user -D and -U options become source lines, the rest stays NVRTC opti
   CHECK_THROWS_WITH(split_user_macros({"-DX=a\\", "-DY=2"}), Catch::Contains("backslash"));
 }
 
-TEST_CASE("NVRTC defaults are CuPy's, and user options of the same kind replace them", "[codegen]") {
+TEST_CASE("NVRTC defaults are CuPy's, and user options of the same kind replace them",
+          "[codegen]") {
   CHECK(with_nvrtc_defaults({}) == std::vector<std::string>{"--std=c++17", "-ftz=true"});
   CHECK(with_nvrtc_defaults({"--std=c++20", "-ftz=false"}) ==
         std::vector<std::string>{"--std=c++20", "-ftz=false"});

@@ -1,11 +1,12 @@
 // Lexical analysis of user operations: which outputs are written before they are read.
-#include <catch2/catch.hpp>
-
 #include "kiln/codegen/operation_analysis.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace kiln::codegen;
 
-TEST_CASE("an output is known written-before-read only for a leading plain assignment", "[codegen]") {
+TEST_CASE("an output is known written-before-read only for a leading plain assignment",
+          "[codegen]") {
   CHECK(writes_before_reading("z = x + y", "z", ""));
   CHECK(writes_before_reading("z = (x - 2 > y) ? x * y : x + y;", "z", ""));
   CHECK(writes_before_reading("float t = x * 2; z = t; z += 1;", "z", ""));
@@ -19,7 +20,7 @@ TEST_CASE("an output is known written-before-read only for a leading plain assig
   CHECK_FALSE(writes_before_reading("z == 1;", "z", ""));
   CHECK_FALSE(writes_before_reading("STORE;", "z", ""));  // never mentioned
   CHECK_FALSE(writes_before_reading("z = x;", "z", "#define AGAIN z += 1"));
-  CHECK(writes_before_reading("z = a.z;", "z", ""));       // member named like the output
+  CHECK(writes_before_reading("z = a.z;", "z", ""));  // member named like the output
   CHECK(mentions_identifier("y = z;", "z"));
   CHECK_FALSE(mentions_identifier("y = \"z\"; // z", "z"));
 }

@@ -1,9 +1,10 @@
 // Kernel parameter lists: parsing, placeholders, names, and their error messages.
+#include "kiln/codegen/signature.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "kiln/codegen/elementwise_definition.hpp"
 #include "kiln/codegen/nvrtc_defaults.hpp"
-#include "kiln/codegen/signature.hpp"
 #include "kiln/codegen/user_macros.hpp"
 #include "kiln/runtime/error.hpp"
 
@@ -95,4 +96,3 @@ TEST_CASE("kernel names must be whole identifiers", "[codegen]") {
   auto e = signature_error_of([] { validate_kernel_name("k\n"); });
   CHECK(e.position() == 1);
 }
-

@@ -1,9 +1,9 @@
-#include <catch2/catch.hpp>
+#include "kiln/codegen/type_resolution.hpp"
 
 #include <array>
+#include <catch2/catch.hpp>
 
 #include "kiln/codegen/elementwise_definition.hpp"
-#include "kiln/codegen/type_resolution.hpp"
 #include "kiln/runtime/error.hpp"
 
 using namespace kiln;
@@ -43,7 +43,8 @@ TEST_CASE("an array must match its fixed dtype exactly", "[codegen]") {
                         Catch::Contains("float64") && Catch::Contains("float32"));
 }
 
-TEST_CASE("arrays of one placeholder must share a dtype; the message names the binder", "[codegen]") {
+TEST_CASE("arrays of one placeholder must share a dtype; the message names the binder",
+          "[codegen]") {
   auto def = make_elementwise_definition("T x, T y", "T z", {"z = x + y"}, "k", {});
   CHECK_THROWS_WITH(resolve(def, {{float32, true}, {float64, true}}),
                     Catch::Contains("'y' is a float64 array") &&

@@ -1,5 +1,4 @@
 #include <cstdio>
-
 #include <kiln/kiln.hpp>
 
 int main() {

@@ -1,6 +1,5 @@
 // Creation and conversion routines on the GPU, against host references.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "kiln/kiln.hpp"
@@ -90,15 +89,18 @@ TEST_CASE("astype converts every dtype pair like NumPy, from any layout", "[ops]
       auto got = out.get<T>();
       for (std::size_t k = 0; k < ref.size(); ++k) {
         double d = ref[k];
-        if constexpr (std::is_same_v<T, bool>) CHECK(got[k] == (d != 0));
+        if constexpr (std::is_same_v<T, bool>)
+          CHECK(got[k] == (d != 0));
         else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>)
           CHECK(float(got[k]) == Approx(d).epsilon(1e-2));
         else if constexpr (requires { typename T::value_type; })
           CHECK(got[k].real() == Approx(d).epsilon(1e-6));
         else if constexpr (std::is_integral_v<T>) {
-          if (d >= double(std::numeric_limits<T>::min()) && d <= double(std::numeric_limits<T>::max()))
+          if (d >= double(std::numeric_limits<T>::min()) &&
+              d <= double(std::numeric_limits<T>::max()))
             CHECK(got[k] == T(d));  // truncation toward zero where the value fits
-        } else CHECK(double(got[k]) == Approx(d).epsilon(1e-6));
+        } else
+          CHECK(double(got[k]) == Approx(d).epsilon(1e-6));
       }
     });
   }

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "kiln/cache/nvrtc_compiler.hpp"
-#include "kiln/kiln.hpp"
 #include "kiln/engine/elementwise_builtins.hpp"
+#include "kiln/kiln.hpp"
 #include "support/test_support.hpp"
 
 using namespace kiln;
@@ -54,7 +54,8 @@ TEST_CASE("arange and linspace compile for every output dtype", "[ops]") {
 TEST_CASE("copy compiles for every dtype, contiguous and strided", "[ops]") {
   test::ScopedEnv mem("KILN_CACHE_IN_MEMORY", "1");
   for (dtype t : kAllDtypes)
-    for (const auto& layout : kLayouts) compile_with_scalars(builtin::copy_kernel(), {t, t}, {}, layout);
+    for (const auto& layout : kLayouts)
+      compile_with_scalars(builtin::copy_kernel(), {t, t}, {}, layout);
 }
 
 TEST_CASE("creation argument errors are raised before any device work", "[ops]") {

@@ -13,9 +13,8 @@
 // infinities, NaNs and signed zeros exactly as NumPy's, finite parts within 16 ULP (CUDA's
 // real functions are within 1-4 ULP and the complex formulas compose a few of them),
 // multiply and divide bit for bit.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <complex>
 #include <functional>
@@ -84,8 +83,13 @@ void check_binary_arithmetic() {
   // (scale of x, scale of y): equal extremes (where |y|^2 overflows or underflows, the naive
   // quotient breaks) and opposite ones (a quotient near the range's ends).
   const std::vector<std::pair<double, double>> scales =
-      single ? std::vector<std::pair<double, double>>{{1, 1}, {1e30, 1e30}, {1e-30, 1e-30}, {1e18, 1e-18}, {1e-18, 1e18}}
-             : std::vector<std::pair<double, double>>{{1, 1}, {1e300, 1e300}, {1e-300, 1e-300}, {1e150, 1e-150}, {1e-150, 1e150}};
+      single ? std::vector<std::pair<double, double>>{{1, 1},
+                                                      {1e30, 1e30},
+                                                      {1e-30, 1e-30},
+                                                      {1e18, 1e-18},
+                                                      {1e-18, 1e18}}
+             : std::vector<std::pair<double, double>>{
+                   {1, 1}, {1e300, 1e300}, {1e-300, 1e-300}, {1e150, 1e-150}, {1e-150, 1e150}};
   const std::size_t n = 4096;
   for (auto [sx, sy] : scales) {
     INFO("scales " << sx << ", " << sy);
@@ -94,7 +98,7 @@ void check_binary_arithmetic() {
     struct Op {
       const char* dev;
       std::function<CR(CR, CR)> host;
-      bool needs_unit_scale;  // x*y and x+y overflow or lose meaning at mixed extremes
+      bool needs_unit_scale;            // x*y and x+y overflow or lose meaning at mixed extremes
       std::function<R(CR, CR)> size{};  // empty: |ref|
     };
     const std::vector<Op> ops = {
@@ -116,7 +120,8 @@ void check_binary_arithmetic() {
       const auto got = run<V>(o.dev, hx, hy);
       int bad = 0;
       for (std::size_t j = 0; j < n; ++j)
-        if (!near_norm<V>(got[j], o.host(cr(hx[j]), cr(hy[j])), 4, o.size ? o.size(cr(hx[j]), cr(hy[j])) : R(0))) {
+        if (!near_norm<V>(got[j], o.host(cr(hx[j]), cr(hy[j])), 4,
+                          o.size ? o.size(cr(hx[j]), cr(hy[j])) : R(0))) {
           if (++bad <= 3) UNSCOPED_INFO("x " << hx[j] << " y " << hy[j] << " got " << got[j]);
         }
       CHECK(bad == 0);
@@ -152,8 +157,10 @@ void check_functions() {
       {"acosh(x)", [](CR a, CR) { return std::acosh(a); }, 16},
       {"atanh(x)", [](CR a, CR) { return std::atanh(a); }, 16},
       {"T(abs(x), arg(x))", [](CR a, CR) { return CR(std::abs(a), std::arg(a)); }, 4},
-      {"T(norm(x), real(x) - imag(x))", [](CR a, CR) { return CR(std::norm(a), a.real() - a.imag()); }, 4},
-      {"polar(abs(x), arg(y))", [](CR a, CR b) { return std::polar(std::abs(a), std::arg(b)); }, 16},
+      {"T(norm(x), real(x) - imag(x))",
+       [](CR a, CR) { return CR(std::norm(a), a.real() - a.imag()); }, 4},
+      {"polar(abs(x), arg(y))", [](CR a, CR b) { return std::polar(std::abs(a), std::arg(b)); },
+       16},
       {"pow(x, y * 0.25)", [](CR a, CR b) { return std::pow(a, b * R(0.25)); }, 128},
       {"pow(x, 3)", [](CR a, CR) { return a * a * a; }, 8},
       {"pow(x, -5)", [](CR a, CR) { return R(1) / (a * a * a * a * a); }, 16},
@@ -175,7 +182,9 @@ void check_functions() {
       for (std::size_t j = 0; j < n; ++j) {
         const CR a(R(hx[j].real()), R(hx[j].imag())), b(R(hy[j].real()), R(hy[j].imag()));
         if (!near_norm<V>(got[j], f.host(a, b), f.k)) {
-          if (++bad <= 3) UNSCOPED_INFO("x " << hx[j] << " y " << hy[j] << " got " << got[j] << " want " << f.host(a, b));
+          if (++bad <= 3)
+            UNSCOPED_INFO("x " << hx[j] << " y " << hy[j] << " got " << got[j] << " want "
+                               << f.host(a, b));
         }
       }
       CHECK(bad == 0);

@@ -33,7 +33,8 @@ TEST_CASE("a DLPack round trip shares memory; writes through one side show on th
 
 TEST_CASE("benchmark times every run on the CPU and the GPU", "[ops][gpu]") {
   ndarray x = ones({1 << 22}, float32);
-  auto r = profiler::benchmark([&] { x.fill(3.0f); }, {.n_repeat = 20, .n_warmup = 2, .name = "fill"});
+  auto r =
+      profiler::benchmark([&] { x.fill(3.0f); }, {.n_repeat = 20, .n_warmup = 2, .name = "fill"});
   CHECK(r.cpu_times_us.size() == 20);
   CHECK(r.gpu_times_us.size() == 20);
   for (double g : r.gpu_times_us) CHECK(g > 0);

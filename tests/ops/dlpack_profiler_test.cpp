@@ -13,8 +13,9 @@ std::vector<char> g_block(4096);
 
 // A (3, 4) float32 view over g_block that touches no device.
 ndarray host_backed(const Shape& shape, dtype t, int* released = nullptr) {
-  auto buf = std::make_shared<Buffer>(g_block.data(), g_block.size(), 0,
-                                      [released] { if (released) ++*released; });
+  auto buf = std::make_shared<Buffer>(g_block.data(), g_block.size(), 0, [released] {
+    if (released) ++*released;
+  });
   return ndarray(buf, shape, c_strides(shape, std::int64_t(t.itemsize())), 0, t);
 }
 
@@ -31,7 +32,8 @@ TEST_CASE("DLPack dtype codes round-trip for every kiln dtype", "[ops]") {
   CHECK(detail::to_dl_dtype(bool_).code == 6);  // kDLBool
   CHECK(detail::to_dl_dtype(bfloat16).code == kDLBfloat);
   CHECK(detail::to_dl_dtype(complex64).code == kDLComplex);
-  KILN_CHECK_THROWS(detail::from_dl_dtype({kDLFloat, 32, 4}), TypeError, Catch::Contains("4 lanes"));
+  KILN_CHECK_THROWS(detail::from_dl_dtype({kDLFloat, 32, 4}), TypeError,
+                    Catch::Contains("4 lanes"));
   CHECK_THROWS_AS(detail::from_dl_dtype({kDLFloat, 8, 1}), TypeError);
   CHECK_THROWS_AS(detail::from_dl_dtype({kDLOpaqueHandle, 64, 1}), TypeError);
 }
@@ -108,8 +110,10 @@ TEST_CASE("benchmark results print like CuPy's and keep the raw times", "[ops]")
   profiler::benchmark_result r{"my_kernel", 0, {2.0, 4.0}, {10.0, 10.0}};
   const std::string s = r.str();
   CHECK(s.rfind("my_kernel", 0) == 0);
-  CHECK_THAT(s, Catch::Contains("CPU:     3.000 us   +/-  1.000 (min:     2.000 / max:     4.000) us"));
-  CHECK_THAT(s, Catch::Contains("GPU-0:    10.000 us   +/-  0.000 (min:    10.000 / max:    10.000) us"));
+  CHECK_THAT(
+      s, Catch::Contains("CPU:     3.000 us   +/-  1.000 (min:     2.000 / max:     4.000) us"));
+  CHECK_THAT(
+      s, Catch::Contains("GPU-0:    10.000 us   +/-  0.000 (min:    10.000 / max:    10.000) us"));
   CHECK(r.cpu_times_us.size() == 2);
   CHECK_THROWS_AS(profiler::benchmark([] {}, {.n_repeat = 0}), ValueError);
   CHECK_THROWS_AS(profiler::benchmark([] {}, {.n_repeat = 5, .n_warmup = -1}), ValueError);

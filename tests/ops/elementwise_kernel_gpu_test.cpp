@@ -1,14 +1,13 @@
 // ElementwiseKernel on a GPU: results against host references on random data (never zeros),
 // outputs poisoned before each run.
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <complex>
 #include <cstring>
 #include <limits>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "kiln/cache/cache_stats.hpp"
 #include "kiln/engine/elementwise_builtins.hpp"
@@ -33,27 +32,38 @@ ndarray poisoned(const Shape& shape, dtype t) {
 
 template <class T>
 double as_double(T v) {
-  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>) return double(float(v));
-  else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>)
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>)
+    return double(float(v));
+  else if constexpr (std::is_same_v<T, std::complex<float>> ||
+                     std::is_same_v<T, std::complex<double>>)
     return double(v.real());
-  else return double(v);
+  else
+    return double(v);
 }
 
 // NumPy's astype for one value, on the host.
 template <class To, class From>
 To host_cast(From v) {
-  constexpr bool from_complex = std::is_same_v<From, std::complex<float>> || std::is_same_v<From, std::complex<double>>;
-  constexpr bool to_complex = std::is_same_v<To, std::complex<float>> || std::is_same_v<To, std::complex<double>>;
+  constexpr bool from_complex =
+      std::is_same_v<From, std::complex<float>> || std::is_same_v<From, std::complex<double>>;
+  constexpr bool to_complex =
+      std::is_same_v<To, std::complex<float>> || std::is_same_v<To, std::complex<double>>;
   if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (from_complex) return v.real() != 0 || v.imag() != 0;
-    else return as_double(v) != 0;
+    if constexpr (from_complex)
+      return v.real() != 0 || v.imag() != 0;
+    else
+      return as_double(v) != 0;
   } else if constexpr (to_complex) {
     using V = typename To::value_type;
-    if constexpr (from_complex) return To(V(v.real()), V(v.imag()));
-    else return To(V(as_double(v)), V(0));
+    if constexpr (from_complex)
+      return To(V(v.real()), V(v.imag()));
+    else
+      return To(V(as_double(v)), V(0));
   } else if constexpr (std::is_same_v<To, half> || std::is_same_v<To, bf16>) {
-    if constexpr (std::is_same_v<From, float>) return To(v);
-    else return To(float(as_double(v)));  // exact for the test values
+    if constexpr (std::is_same_v<From, float>)
+      return To(v);
+    else
+      return To(float(as_double(v)));  // exact for the test values
   } else {
     return To(as_double(v));  // truncation toward zero for ints
   }
@@ -61,8 +71,10 @@ To host_cast(From v) {
 
 template <class T>
 bool same_value(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return a == b || (std::isnan(a) && std::isnan(b));
-  else return a == b;
+  if constexpr (std::is_floating_point_v<T>)
+    return a == b || (std::isnan(a) && std::isnan(b));
+  else
+    return a == b;
 }
 
 template <class T>
@@ -98,8 +110,10 @@ ndarray upload_bools(const std::vector<bool>& v, const Shape& s) { return asarra
 
 template <class T>
 ndarray upload(const std::vector<T>& v, const Shape& s) {
-  if constexpr (std::is_same_v<T, bool>) return upload_bools(std::vector<bool>(v.begin(), v.end()), s);
-  else return asarray(v, s);
+  if constexpr (std::is_same_v<T, bool>)
+    return upload_bools(std::vector<bool>(v.begin(), v.end()), s);
+  else
+    return asarray(v, s);
 }
 
 }  // namespace
@@ -140,7 +154,8 @@ TEMPLATE_TEST_CASE("casts between dtypes follow NumPy", "[ops][gpu]", bool, std:
     for (std::size_t k = 0; k < n; ++k) want[k] = host_cast<To>(From(hx[k]));
     if constexpr (std::is_same_v<To, bool>) {
       auto got = y.get<bool>();
-      check_equal(std::vector<bool>(got.begin(), got.end()), std::vector<bool>(want.begin(), want.end()));
+      check_equal(std::vector<bool>(got.begin(), got.end()),
+                  std::vector<bool>(want.begin(), want.end()));
     } else {
       check_equal(y.get<To>(), want);
     }
@@ -158,8 +173,10 @@ TEMPLATE_TEST_CASE("every dtype adds elementwise over contiguous, strided and br
   using T = TestType;
   ElementwiseKernel k("T x, T y", "T z", "z = x + y", "add_any");
   auto host_add = [](T a, T b) {
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>) return T(float(a) + float(b));
-    else return T(a + b);
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>)
+      return T(float(a) + float(b));
+    else
+      return T(a + b);
   };
   const std::int64_t rows = 37, cols = 129;
   auto hx = random_of<T>(std::size_t(rows * cols)), hy = random_of<T>(std::size_t(cols));
@@ -168,7 +185,8 @@ TEMPLATE_TEST_CASE("every dtype adds elementwise over contiguous, strided and br
     std::vector<T> want(std::size_t(rows * cols));
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t c = 0; c < cols; ++c)
-        want[std::size_t(r * cols + c)] = host_add(hx[std::size_t(r * cols + c)], hy[std::size_t(c)]);
+        want[std::size_t(r * cols + c)] =
+            host_add(hx[std::size_t(r * cols + c)], hy[std::size_t(c)]);
     check_equal(k(x, y).get<T>(), want);
   }
   SECTION("transposed view plus a 0-d array") {
@@ -189,7 +207,8 @@ TEMPLATE_TEST_CASE("every dtype adds elementwise over contiguous, strided and br
     std::vector<T> want;
     for (std::int64_t r = 0; r < r2; ++r)
       for (std::int64_t c = 0; c < c2; ++c)
-        want.push_back(host_add(hx[std::size_t((rows - 1 - 2 * r) * cols + 1 + 3 * c)], hy[std::size_t(1 + 3 * c)]));
+        want.push_back(host_add(hx[std::size_t((rows - 1 - 2 * r) * cols + 1 + 3 * c)],
+                                hy[std::size_t(1 + 3 * c)]));
     check_equal(k(xv, yv).get<T>(), want);
   }
 }
@@ -203,9 +222,10 @@ TEST_CASE("raw parameters index whole arrays; size= sets the loop when all array
   rev(x, y);
   check_equal(y.get<std::int32_t>(), std::vector<std::int32_t>(hx.rbegin(), hx.rend()));
 
-  ElementwiseKernel gather("raw T m", "raw T out",
-                           "out[i] = m[{i % m.shape()[0], i / m.shape()[0]}] + T(m.strides()[1] / sizeof(T))",
-                           "gather2d");
+  ElementwiseKernel gather(
+      "raw T m", "raw T out",
+      "out[i] = m[{i % m.shape()[0], i / m.shape()[0]}] + T(m.strides()[1] / sizeof(T))",
+      "gather2d");
   auto hm = test::random_vector<double>(12);
   ndarray m = asarray(hm, Shape{3, 4}).T();  // (4, 3), strides (8, 32)
   ndarray out = poisoned({12}, float64);
@@ -302,7 +322,8 @@ TEST_CASE("more than 2^31 elements use 64-bit indices", "[ops][gpu]") {
   ndarray half_view = x(slice(std::nullopt, std::nullopt, 2));
   ndarray h = inc(half_view);
   auto hv = h.get<std::int8_t>();
-  CHECK(hv.back() == std::int8_t(std::int8_t(((n - 1 - (n - 1) % 2) >> 24) ^ ((n - 1 - (n - 1) % 2) * 7)) + 1));
+  CHECK(hv.back() ==
+        std::int8_t(std::int8_t(((n - 1 - (n - 1) % 2) >> 24) ^ ((n - 1 - (n - 1) % 2) * 7)) + 1));
 }
 
 TEST_CASE("compile errors in user code reach the caller with the user's line", "[ops][gpu]") {
@@ -338,10 +359,12 @@ TEST_CASE("kernels run on the stream given per call, and on two streams at once"
 
 TEST_CASE("the second call with the same dtypes and layout hits the memory cache", "[ops][gpu]") {
   ElementwiseKernel k("T x, T y", "T z", "z = x - y", "sub_cached");
-  ndarray x = asarray(test::random_vector<float>(1 << 20)), y = asarray(test::random_vector<float>(1 << 20));
+  ndarray x = asarray(test::random_vector<float>(1 << 20)),
+          y = asarray(test::random_vector<float>(1 << 20));
   ndarray z = k(x, y);
   auto& st = cache::stats();
-  const auto compiles = st.nvrtc_compiles.load(), hits = st.disk_hits.load(), misses = st.disk_misses.load();
+  const auto compiles = st.nvrtc_compiles.load(), hits = st.disk_hits.load(),
+             misses = st.disk_misses.load();
   for (int r = 0; r < 10; ++r) k(x, y, z);
   ElementwiseKernel same("T x, T y", "T z", "z = x - y", "sub_cached");  // equal definition
   same(x, y, z);
@@ -402,7 +425,8 @@ void check_transposed_adds(std::int64_t R, std::int64_t C) {
       for (std::int64_t c = 0; c < C; ++c) w[std::size_t(r * C + c)] = f(r, c);
     return w;
   };
-  const auto want = want_of([&](std::int64_t r, std::int64_t c) { return sum(xt(r, c), yr(r, c)); });
+  const auto want =
+      want_of([&](std::int64_t r, std::int64_t c) { return sum(xt(r, c), yr(r, c)); });
   {  // x.T + y
     ndarray z = poisoned({R, C}, dtype_of<T>());
     add(x.T(), y, z);
@@ -411,7 +435,8 @@ void check_transposed_adds(std::int64_t R, std::int64_t C) {
   {  // y + x.T
     ndarray z = poisoned({R, C}, dtype_of<T>());
     add(y, x.T(), z);
-    check_equal(z.get<T>(), want_of([&](std::int64_t r, std::int64_t c) { return sum(yr(r, c), xt(r, c)); }));
+    check_equal(z.get<T>(),
+                want_of([&](std::int64_t r, std::int64_t c) { return sum(yr(r, c), xt(r, c)); }));
   }
   {  // x.T + yc.T: both transposed
     ndarray z = poisoned({R, C}, dtype_of<T>());
@@ -455,8 +480,8 @@ void check_transposed_in_place_square(std::int64_t m) {
 
 TEST_CASE("transposed operands (tiled through shared memory) match the host for odd shapes",
           "[ops][gpu]") {
-  const std::pair<std::int64_t, std::int64_t> shapes[] = {{1, 1},   {31, 31},  {33, 33},  {1000, 3},
-                                                          {3, 1000}, {8193, 17}, {64, 96}, {1, 40}};
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {
+      {1, 1}, {31, 31}, {33, 33}, {1000, 3}, {3, 1000}, {8193, 17}, {64, 96}, {1, 40}};
   for (auto [r, c] : shapes) check_transposed_adds<float>(r, c);
   for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{33, 70}, {1000, 3}, {3, 1000}}) {
     check_transposed_adds<std::int8_t>(r, c);
@@ -475,7 +500,8 @@ TEST_CASE("a tiled loop of more than 65535 row tiles covers every tile", "[ops][
 
 TEST_CASE("an expression with a transposed operand takes the same tiled kernel", "[ops][gpu]") {
   const std::int64_t R = 300, C = 517;
-  const auto hx = test::random_vector<float>(std::size_t(R * C)), hy = test::random_vector<float>(std::size_t(R * C));
+  const auto hx = test::random_vector<float>(std::size_t(R * C)),
+             hy = test::random_vector<float>(std::size_t(R * C));
   const ndarray x = asarray(hx, Shape{C, R}), y = asarray(hy, Shape{R, C});
   ndarray z = poisoned({R, C}, float32);
   z = x.T() * 2.0f + y;

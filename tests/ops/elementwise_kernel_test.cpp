@@ -1,15 +1,15 @@
 // ElementwiseKernel parts that need no GPU: construction checks, argument checks that come
 // before any device work, results, and ahead-of-time compiles for sm_90.
-#include <algorithm>
-#include <set>
+#include "kiln/engine/elementwise_kernel.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "call/kernel_call.hpp"
 #include "elementwise/elementwise_plan.hpp"
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/engine/elementwise_builtins.hpp"
-#include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/memory.hpp"
 #include "support/test_support.hpp"
@@ -31,8 +31,9 @@ TEST_CASE("ElementwiseKernel checks its definition at construction", "[ops]") {
 TEST_CASE("a call with the wrong number of arguments says what the kernel takes", "[ops]") {
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "my_kernel");
   CHECK_THROWS_AS(k(1.0f), TypeError);
-  CHECK_THROWS_WITH(k(1.0f), Catch::Contains("my_kernel") && Catch::Contains("takes 2 arguments (x, y)") &&
-                                 Catch::Contains("or 3 with the output (z)") && Catch::Contains("got 1"));
+  CHECK_THROWS_WITH(k(1.0f),
+                    Catch::Contains("my_kernel") && Catch::Contains("takes 2 arguments (x, y)") &&
+                        Catch::Contains("or 3 with the output (z)") && Catch::Contains("got 1"));
   CHECK_THROWS_AS(k(1.0f, 2.0f, 3.0f, 4.0f), TypeError);
 }
 
@@ -80,22 +81,26 @@ TEST_CASE("every argument check comes before the device; the same ValueError wit
   ElementwiseKernel add("int8 x, int8 y", "int8 z", "z = x + y", "add");
   const ndarray x = no_data({0}, int8), z = no_data({0}, int8);
   CHECK_THROWS_AS(add(x, 300, z), ValueError);
-  CHECK_THROWS_WITH(add(x, 300, z), Catch::Equals("kernel 'add': 300 does not fit parameter 'y' (int8)"));
+  CHECK_THROWS_WITH(add(x, 300, z),
+                    Catch::Equals("kernel 'add': 300 does not fit parameter 'y' (int8)"));
   CHECK_THROWS_WITH(add(x, -129, z), Catch::Contains("-129 does not fit parameter 'y' (int8)"));
   CHECK_THROWS_WITH(add(x, 1, z, launch_options{.block_size = -1}),
                     Catch::Contains("block_size -1 is outside 1..1024"));
   CHECK_THROWS_WITH(add(x, 1, z, launch_options{.block_size = 2048}),
                     Catch::Contains("block_size 2048 is outside 1..1024"));
-  CHECK_THROWS_WITH(add(no_data({2, 0}, int8), 1, no_data({0}, int8)),
-                    Catch::Contains("output 'z' has shape (0,) but the arguments broadcast to (2, 0)"));
+  CHECK_THROWS_WITH(
+      add(no_data({2, 0}, int8), 1, no_data({0}, int8)),
+      Catch::Contains("output 'z' has shape (0,) but the arguments broadcast to (2, 0)"));
   CHECK_THROWS_AS(add(no_data({2, 0}, int8), no_data({3, 0}, int8)), ShapeError);
 }
 
-TEST_CASE("an empty (default-constructed) ndarray argument is an error naming the parameter", "[ops]") {
+TEST_CASE("an empty (default-constructed) ndarray argument is an error naming the parameter",
+          "[ops]") {
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "k");
   const ndarray empty_handle;
   CHECK_THROWS_AS(k(empty_handle, 1.0f), ValueError);
-  CHECK_THROWS_WITH(k(empty_handle, 1.0f), Catch::Contains("argument 'x' is an empty ndarray handle"));
+  CHECK_THROWS_WITH(k(empty_handle, 1.0f),
+                    Catch::Contains("argument 'x' is an empty ndarray handle"));
   CHECK_THROWS_WITH(k(no_data({0}, float32), no_data({0}, float32), empty_handle),
                     Catch::Contains("argument 'z' is an empty ndarray handle"));
 }
@@ -104,21 +109,28 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   ElementwiseKernel k("T x, raw T r", "T z", "z = x + r[0]", "k");
   const std::vector<dtype> f32{float32, float32};
   using codegen::Layout;
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = -1}), Catch::Contains("ndim -1 is outside 1..32"));
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 300}), Catch::Contains("ndim 300 is outside 1..32"));
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 0}), Catch::Contains("ndim 0 is outside 1..32"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = -1}),
+                    Catch::Contains("ndim -1 is outside 1..32"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 300}),
+                    Catch::Contains("ndim 300 is outside 1..32"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 0}),
+                    Catch::Contains("ndim 0 is outside 1..32"));
   for (int bits : {0, 16, 128})
     CHECK_THROWS_WITH(k.make_spec(f32, {.index_bits = bits}), Catch::Contains("must be 32 or 64"));
   for (int w : {0, 3, 8, 260})
-    CHECK_THROWS_WITH(k.make_spec(f32, {.vector_width = w}), Catch::Contains("allowed 1, 2, 4 for these dtypes"));
+    CHECK_THROWS_WITH(k.make_spec(f32, {.vector_width = w}),
+                      Catch::Contains("allowed 1, 2, 4 for these dtypes"));
   CHECK_THROWS_WITH(k.make_spec(std::vector<dtype>{complex128, complex128}, {.vector_width = 2}),
                     Catch::Contains("allowed 1 for these dtypes"));
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .vector_width = 8}),
                     Catch::Contains("allowed 1, 2, 4 for these dtypes"));
-  CHECK(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .vector_width = 4}).vector_width == 4);
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 4, .staged = 1}),
-                    Catch::Contains("tiled kernels take 1"));
-  CHECK_THROWS_WITH(k.make_spec(f32, {.raw_ndim = 33}), Catch::Contains("raw_ndim 33 is outside 0..32"));
+  CHECK(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .vector_width = 4}).vector_width ==
+        4);
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 4, .staged = 1}),
+      Catch::Contains("tiled kernels take 1"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.raw_ndim = 33}),
+                    Catch::Contains("raw_ndim 33 is outside 0..32"));
   // Tiled: two dims or more, at least one staged loop array, within the shared memory limit.
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 1, .staged = 1}),
                     Catch::Contains("ndim 1 is not possible here: tiled kernels take 2 or more"));
@@ -132,9 +144,11 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
                     Catch::Contains("past the last (2)"));
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .staged = 1}),
                     Catch::Contains("staged is for tiled kernels only"));
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 2, .staged = 1}),
-                    Catch::Contains("tiled kernels take 1"));
-  ElementwiseKernel wide("complex128 a, complex128 b, complex128 c", "complex128 z", "z = a + b + c", "wide");
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 2, .staged = 1}),
+      Catch::Contains("tiled kernels take 1"));
+  ElementwiseKernel wide("complex128 a, complex128 b, complex128 c", "complex128 z",
+                         "z = a + b + c", "wide");
   const std::vector<dtype> c128(3, complex128);
   CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::tiled, .ndim = 2, .staged = 7}),
                     Catch::Contains("61440 bytes of shared memory, over 49152"));
@@ -150,11 +164,13 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), and tiled
   // ndim 2..3 with nothing (row tiles), x, y or both transposed, each with 32- and 64-bit indices.
   CHECK(specs.size() == 2 * (3 + 3 + 2 * 4));
-  int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0, rows2 = 0;
+  int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0,
+      rows2 = 0;
   for (const auto& s : specs) {
     contiguous4 += s.layout == codegen::Layout::contiguous && s.vector_width == 4;
     strided3_64 += s.layout == codegen::Layout::strided && s.ndim == 3 && s.index_bits == 64;
-    strided2_w1 += s.layout == codegen::Layout::strided && s.ndim == 2 && s.vector_width == 1 && s.unroll == 4;
+    strided2_w1 +=
+        s.layout == codegen::Layout::strided && s.ndim == 2 && s.vector_width == 1 && s.unroll == 4;
     const bool tiled = s.layout == codegen::Layout::tiled && s.ndim == 2 && !s.staged(2);
     tiled_x += tiled && s.staged(0) && !s.staged(1);
     tiled_both += tiled && s.staged(0) && s.staged(1);
@@ -184,10 +200,12 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
     CHECK(!s.staged(1));
   for (const auto& s : k.specs({.dtypes = {float32, float32}, .max_ndim = 1}))
     CHECK(s.layout != codegen::Layout::tiled);
-  const auto scalar_y = k.specs({.dtypes = {float32, float32}, .scalar_inputs = {1}, .index64 = false});
+  const auto scalar_y =
+      k.specs({.dtypes = {float32, float32}, .scalar_inputs = {1}, .index64 = false});
   for (const auto& s : scalar_y) CHECK(s.kind(1) == codegen::OperandKind::scalar);
   CHECK(k.compile_requests({.dtypes = {float32, float32}, .max_ndim = 1}, 80).front().arch == 80);
-  CHECK_THROWS_WITH(k.specs({.dtypes = {float32, float32}, .scalar_inputs = {2}}), Catch::Contains("scalar input 2 is not an input"));
+  CHECK_THROWS_WITH(k.specs({.dtypes = {float32, float32}, .scalar_inputs = {2}}),
+                    Catch::Contains("scalar input 2 is not an input"));
   CHECK_THROWS_AS(k.specs({.dtypes = {float64, float32}}), TypeError);
 }
 
@@ -247,7 +265,8 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   CHECK(plan_of(add, {col, y, z}).layout == Layout::strided);
   // Both broadcast (an outer sum): row tiles, nothing staged.
   auto row_plan = plan_of(add, {row, col, z});
-  CHECK((row_plan.layout == Layout::tiled && !row_plan.staged(0) && !row_plan.staged(1) && !row_plan.staged(2)));
+  CHECK((row_plan.layout == Layout::tiled && !row_plan.staged(0) && !row_plan.staged(1) &&
+         !row_plan.staged(2)));
   // A row vector beside a transposed operand: tiled, the vector read directly.
   auto mixed = plan_of(add, {row, x.T(), z});
   CHECK((mixed.layout == Layout::tiled && !mixed.staged(0) && mixed.staged(1)));
@@ -255,7 +274,8 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   CHECK(plan_of(add, {x.T(), y, z}, {.block_size = 128}).layout == Layout::strided);
   CHECK(plan_of(add, {x.T(), y, z}, {.block_size = 256}).layout == Layout::tiled);
   // Past 2^31 elements the tiled kernel indexes with 64 bits.
-  const ndarray bx = meta({65536, 65536}, int8), by = meta({65536, 65536}, int8), bz = meta({65536, 65536}, int8);
+  const ndarray bx = meta({65536, 65536}, int8), by = meta({65536, 65536}, int8),
+                bz = meta({65536, 65536}, int8);
   auto big = plan_of(add, {bx.T(), by, bz});
   CHECK((big.layout == Layout::tiled && big.index_bits == 64));
   // Staged complex128 operands past 48 KiB of tiles fall back to the strided path.
@@ -279,9 +299,11 @@ TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtype
     auto listed = [&](const codegen::ElementwiseSpec& p) {
       return std::any_of(aot.begin(), aot.end(), [&](const codegen::ElementwiseSpec& s) {
         bool same = s.layout == p.layout && s.ndim == p.ndim && s.index_bits == p.index_bits &&
-                    s.vector_width == p.vector_width && s.unroll == p.unroll && s.nparams == p.nparams;
+                    s.vector_width == p.vector_width && s.unroll == p.unroll &&
+                    s.nparams == p.nparams;
         for (int q = 0; q < p.nparams && same; ++q)
-          same = s.param_dtype(q) == p.param_dtype(q) && s.kind(q) == p.kind(q) && s.staged(q) == p.staged(q);
+          same = s.param_dtype(q) == p.param_dtype(q) && s.kind(q) == p.kind(q) &&
+                 s.staged(q) == p.staged(q);
         return same;
       });
     };
@@ -291,18 +313,18 @@ TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtype
     const ndarray cube = meta({16, 32, 64}, t), cube_t = meta({64, 16, 32}, t);
     const ndarray p4 = meta({4, 8, 16, 32}, t), p4z = meta({32, 16, 8, 4}, t);
     const std::vector<std::vector<ndarray>> calls = {
-        {col, row, sq},                                                    // outer
-        {sq, meta({512}, t), sq},                                          // row vector
-        {x4, c4, x4},                                                      // per channel
-        {odd_col, meta({6}, t), odd},                                      // short last axis
-        {wide(all, slice(0, std::nullopt, 2)), sq, sq},                    // stepped
-        {wide(all, slice(8, 520, 1)), sq, sq},                             // aligned window
-        {wide(all, slice(1, 513, 1)), sq, sq},                             // misaligned window
-        {sq(rev, rev), sq, sq},                                            // reversed
-        {sq.T(), sq, sq},                                                  // 2-D transpose
-        {sq, sq, sq.T()},                                                  // transposed output
-        {cube.transpose({2, 0, 1}), cube_t, cube_t},                       // 3-D permutation
-        {p4.transpose({3, 2, 1, 0}), p4z, p4z},                            // 4-D reversal of axes
+        {col, row, sq},                                  // outer
+        {sq, meta({512}, t), sq},                        // row vector
+        {x4, c4, x4},                                    // per channel
+        {odd_col, meta({6}, t), odd},                    // short last axis
+        {wide(all, slice(0, std::nullopt, 2)), sq, sq},  // stepped
+        {wide(all, slice(8, 520, 1)), sq, sq},           // aligned window
+        {wide(all, slice(1, 513, 1)), sq, sq},           // misaligned window
+        {sq(rev, rev), sq, sq},                          // reversed
+        {sq.T(), sq, sq},                                // 2-D transpose
+        {sq, sq, sq.T()},                                // transposed output
+        {cube.transpose({2, 0, 1}), cube_t, cube_t},     // 3-D permutation
+        {p4.transpose({3, 2, 1, 0}), p4z, p4z},          // 4-D reversal of axes
         {cube.transpose({1, 0, 2}), meta({32, 16, 64}, t), meta({32, 16, 64}, t)},  // leading axes
     };
     for (std::size_t j = 0; j < calls.size(); ++j) {
@@ -318,7 +340,8 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
   ElementwiseKernel add("T x, T y", "T z", "z = x + y", "plan_family_add");
   using codegen::Layout;
   using codegen::OperandKind;
-  SECTION("broadcasts into a larger output take row tiles, 16-bit dtypes vectors along the last axis") {
+  SECTION(
+      "broadcasts into a larger output take row tiles, 16-bit dtypes vectors along the last axis") {
     // The outer sum x(8192, 1) + y(1, 8192): float32 in row tiles, nothing staged.
     const ndarray col = meta({8192, 1}), row = meta({1, 8192}), z = meta({8192, 8192});
     auto outer = plan_of(add, {col, row, z});
@@ -328,7 +351,8 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK((!outer.staged(0) && !outer.staged(1) && !outer.staged(2)));
     CHECK((outer.kind(0) == OperandKind::array && outer.kind(1) == OperandKind::array));
     // float16: y and z by 16 bytes, x once per vector.
-    const ndarray hcol = meta({8192, 1}, float16), hrow = meta({1, 8192}, float16), hz = meta({8192, 8192}, float16);
+    const ndarray hcol = meta({8192, 1}, float16), hrow = meta({1, 8192}, float16),
+                  hz = meta({8192, 8192}, float16);
     auto houter = plan_of(add, {hcol, hrow, hz});
     CHECK((houter.layout == Layout::strided && houter.vector_width == 8 && houter.unroll == 2));
     // NCHW plus a per-channel (1, C, 1, 1): H and W merge; three planned axes.
@@ -343,12 +367,15 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK(plan_of(add, {h4, hb, h4}).vector_width == 8);  // 784 = 98 x 8
     // A last axis of 6 float16 holds no vector of 8 bytes or more, and tiles of 8 columns would
     // idle a quarter of their threads: one by one.
-    const ndarray h = meta({512, 1}, float16), h6 = meta({512, 6}, float16), hr = meta({6}, float16);
-    CHECK((plan_of(add, {h, hr, h6}).layout == Layout::strided && plan_of(add, {h, hr, h6}).vector_width == 1));
+    const ndarray h = meta({512, 1}, float16), h6 = meta({512, 6}, float16),
+                  hr = meta({6}, float16);
+    CHECK((plan_of(add, {h, hr, h6}).layout == Layout::strided &&
+           plan_of(add, {h, hr, h6}).vector_width == 1));
     // Too short a last axis for a tile (3): the strided loop, one element per item.
     const ndarray h3 = meta({512, 3}, float16), hr3 = meta({3}, float16);
     auto short_rows = plan_of(add, {h, hr3, h3});
-    CHECK((short_rows.layout == Layout::strided && short_rows.vector_width == 1 && short_rows.unroll == 4));
+    CHECK((short_rows.layout == Layout::strided && short_rows.vector_width == 1 &&
+           short_rows.unroll == 4));
     // A last axis of 28 float32 would idle an eighth of a 32-column tile: strided; 30: tiled.
     const ndarray f28 = meta({4096, 28}), f1 = meta({4096, 1}), fr = meta({28});
     CHECK(plan_of(add, {f1, fr, f28}).layout == Layout::strided);
@@ -360,7 +387,8 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK((ones.layout == Layout::tiled && ones.ndim == 2));
   }
   SECTION("slices keep vectors where aligned, and negative steps read vectors reversed") {
-    const ndarray x = meta({4096, 4096}, float16), y = meta({4096, 2048}, float16), z = meta({4096, 2048}, float16);
+    const ndarray x = meta({4096, 4096}, float16), y = meta({4096, 2048}, float16),
+                  z = meta({4096, 2048}, float16);
     auto stepped = plan_of(add, {x(all, slice(0, std::nullopt, 2)), y, z});  // x[:, ::2]
     CHECK((stepped.layout == Layout::strided && stepped.vector_width == 8));
     auto window = plan_of(add, {x(slice(0, 4096, 1), slice(8, 2056, 1)), y, z});  // 16-byte offset
@@ -371,20 +399,23 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK((shifted.layout == Layout::strided && shifted.vector_width == 1 && shifted.unroll == 4));
     // Only gathers (no operand with a unit stride), collapsing to one axis: the strided loop.
     const ndarray g = meta({4096, 4096}, float16);
-    auto gathers = plan_of(add, {x(all, slice(0, std::nullopt, 2)), x(all, slice(1, std::nullopt, 2)),
-                                 g(all, slice(0, 4096, 2))});
-    CHECK((gathers.layout == Layout::strided && gathers.ndim == 1 && gathers.vector_width == 1 && gathers.unroll == 4));
+    auto gathers = plan_of(add, {x(all, slice(0, std::nullopt, 2)),
+                                 x(all, slice(1, std::nullopt, 2)), g(all, slice(0, 4096, 2))});
+    CHECK((gathers.layout == Layout::strided && gathers.ndim == 1 && gathers.vector_width == 1 &&
+           gathers.unroll == 4));
     const ndarray v = meta({1 << 20}, float16), w = meta({1 << 20}, float16);
     auto reversed = plan_of(add, {v(slice(std::nullopt, std::nullopt, -1)), w, w});
     CHECK((reversed.layout == Layout::strided && reversed.ndim == 1 && reversed.vector_width == 8));
-    auto rows_reversed = plan_of(add, {x(slice(std::nullopt, std::nullopt, -1), slice(0, 2048, 1)), y, z});
+    auto rows_reversed =
+        plan_of(add, {x(slice(std::nullopt, std::nullopt, -1), slice(0, 2048, 1)), y, z});
     CHECK((rows_reversed.layout == Layout::strided && rows_reversed.vector_width == 8));
     // float32 slices (every operand full): the strided loop, one element per item.
     const ndarray f = meta({4096, 4096}), fy = meta({4096, 2048});
     auto f32_window = plan_of(add, {f(all, slice(0, 2048, 1)), fy, fy});
     CHECK((f32_window.layout == Layout::strided && f32_window.vector_width == 1));
     const ndarray fv = meta({1 << 20});
-    CHECK(plan_of(add, {fv(slice(std::nullopt, std::nullopt, -1)), fv, fv}).layout == Layout::strided);
+    CHECK(plan_of(add, {fv(slice(std::nullopt, std::nullopt, -1)), fv, fv}).layout ==
+          Layout::strided);
   }
   SECTION("N-D permutations tile (rows axis, last axis) over the batch axes") {
     const ndarray x = meta({16, 256, 512}), y = meta({16, 512, 256}), z = meta({16, 512, 256});
@@ -410,7 +441,8 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     const ndarray x = meta({512, 768}), y = meta({512, 768}), z = meta({768, 512});
     // z.T = x + y: the loop follows z, so x and y become the transposed operands.
     auto out_t = plan_of(add, {x, y, z.T()});
-    CHECK((out_t.layout == Layout::tiled && out_t.staged(0) && out_t.staged(1) && !out_t.staged(2)));
+    CHECK(
+        (out_t.layout == Layout::tiled && out_t.staged(0) && out_t.staged(1) && !out_t.staged(2)));
     // Inputs transposed against a contiguous output tile; transposed with it, the loop is
     // contiguous.
     CHECK(plan_of(add, {x.T(), y.T(), meta({768, 512})}).layout == Layout::tiled);
@@ -446,5 +478,7 @@ TEST_CASE("a definition knows whether its code reads the loop index", "[ops]") {
                                 {.preamble = "__device__ T f(T v) { int i = 2; return v * i; }"})
                   .definition()
                   .uses_index);
-  CHECK(ElementwiseKernel("T x", "T z", "z = x + IDX", "ix7", {.options = {"-DIDX=i"}}).definition().uses_index);
+  CHECK(ElementwiseKernel("T x", "T z", "z = x + IDX", "ix7", {.options = {"-DIDX=i"}})
+            .definition()
+            .uses_index);
 }

@@ -7,7 +7,6 @@
 // power, and the inverse hyperbolics within 8); float16 and bfloat16 computed in float32 then
 // rounded once, so within 1 ULP of their own format; arithmetic exact.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <complex>
 #include <functional>
@@ -42,35 +41,64 @@ struct Fn1 {
 
 const std::vector<Fn1>& fns1() {
   static const std::vector<Fn1> v = {
-      {"sin", [](const ndarray& a) { return kiln::sin(a); }, [](double x) { return std::sin(x); }, 0, 4},
-      {"cos", [](const ndarray& a) { return kiln::cos(a); }, [](double x) { return std::cos(x); }, 0, 4},
-      {"tan", [](const ndarray& a) { return kiln::tan(a); }, [](double x) { return std::tan(x); }, 2, 8},
-      {"arcsin", [](const ndarray& a) { return kiln::arcsin(a); }, [](double x) { return std::asin(x); }, 2, 4},
-      {"arccos", [](const ndarray& a) { return kiln::arccos(a); }, [](double x) { return std::acos(x); }, 2, 4},
-      {"arctan", [](const ndarray& a) { return kiln::arctan(a); }, [](double x) { return std::atan(x); }, 0, 4},
-      {"sinh", [](const ndarray& a) { return kiln::sinh(a); }, [](double x) { return std::sinh(x); }, 2, 4},
-      {"cosh", [](const ndarray& a) { return kiln::cosh(a); }, [](double x) { return std::cosh(x); }, 2, 4},
-      {"tanh", [](const ndarray& a) { return kiln::tanh(a); }, [](double x) { return std::tanh(x); }, 0, 4},
-      {"arcsinh", [](const ndarray& a) { return kiln::arcsinh(a); }, [](double x) { return std::asinh(x); }, 0, 8},
-      {"arccosh", [](const ndarray& a) { return kiln::arccosh(a); }, [](double x) { return std::acosh(x); }, 3, 8},
-      {"arctanh", [](const ndarray& a) { return kiln::arctanh(a); }, [](double x) { return std::atanh(x); }, 2, 8},
-      {"exp", [](const ndarray& a) { return kiln::exp(a); }, [](double x) { return std::exp(x); }, 0, 4},
-      {"exp2", [](const ndarray& a) { return kiln::exp2(a); }, [](double x) { return std::exp2(x); }, 0, 4},
-      {"expm1", [](const ndarray& a) { return kiln::expm1(a); }, [](double x) { return std::expm1(x); }, 2, 4},
-      {"log", [](const ndarray& a) { return kiln::log(a); }, [](double x) { return std::log(x); }, 1, 4},
-      {"log2", [](const ndarray& a) { return kiln::log2(a); }, [](double x) { return std::log2(x); }, 1, 4},
-      {"log10", [](const ndarray& a) { return kiln::log10(a); }, [](double x) { return std::log10(x); }, 1, 4},
-      {"log1p", [](const ndarray& a) { return kiln::log1p(a); }, [](double x) { return std::log1p(x); }, 1, 4},
-      {"sqrt", [](const ndarray& a) { return kiln::sqrt(a); }, [](double x) { return std::sqrt(x); }, 1, 1},
-      {"cbrt", [](const ndarray& a) { return kiln::cbrt(a); }, [](double x) { return std::cbrt(x); }, 0, 4},
-      {"square", [](const ndarray& a) { return kiln::square(a); }, [](double x) { return x * x; }, 0, 1},
-      {"reciprocal", [](const ndarray& a) { return kiln::reciprocal(a); }, [](double x) { return 1 / x; }, 0, 1},
-      {"floor", [](const ndarray& a) { return kiln::floor(a); }, [](double x) { return std::floor(x); }, 0, 0},
-      {"ceil", [](const ndarray& a) { return kiln::ceil(a); }, [](double x) { return std::ceil(x); }, 0, 0},
-      {"trunc", [](const ndarray& a) { return kiln::trunc(a); }, [](double x) { return std::trunc(x); }, 0, 0},
-      {"rint", [](const ndarray& a) { return kiln::rint(a); }, [](double x) { return std::nearbyint(x); }, 0, 0},
-      {"sign", [](const ndarray& a) { return kiln::sign(a); }, [](double x) { return double((x > 0) - (x < 0)); }, 0, 0},
-      {"absolute", [](const ndarray& a) { return kiln::abs(a); }, [](double x) { return std::abs(x); }, 0, 0},
+      {"sin", [](const ndarray& a) { return kiln::sin(a); }, [](double x) { return std::sin(x); },
+       0, 4},
+      {"cos", [](const ndarray& a) { return kiln::cos(a); }, [](double x) { return std::cos(x); },
+       0, 4},
+      {"tan", [](const ndarray& a) { return kiln::tan(a); }, [](double x) { return std::tan(x); },
+       2, 8},
+      {"arcsin", [](const ndarray& a) { return kiln::arcsin(a); },
+       [](double x) { return std::asin(x); }, 2, 4},
+      {"arccos", [](const ndarray& a) { return kiln::arccos(a); },
+       [](double x) { return std::acos(x); }, 2, 4},
+      {"arctan", [](const ndarray& a) { return kiln::arctan(a); },
+       [](double x) { return std::atan(x); }, 0, 4},
+      {"sinh", [](const ndarray& a) { return kiln::sinh(a); },
+       [](double x) { return std::sinh(x); }, 2, 4},
+      {"cosh", [](const ndarray& a) { return kiln::cosh(a); },
+       [](double x) { return std::cosh(x); }, 2, 4},
+      {"tanh", [](const ndarray& a) { return kiln::tanh(a); },
+       [](double x) { return std::tanh(x); }, 0, 4},
+      {"arcsinh", [](const ndarray& a) { return kiln::arcsinh(a); },
+       [](double x) { return std::asinh(x); }, 0, 8},
+      {"arccosh", [](const ndarray& a) { return kiln::arccosh(a); },
+       [](double x) { return std::acosh(x); }, 3, 8},
+      {"arctanh", [](const ndarray& a) { return kiln::arctanh(a); },
+       [](double x) { return std::atanh(x); }, 2, 8},
+      {"exp", [](const ndarray& a) { return kiln::exp(a); }, [](double x) { return std::exp(x); },
+       0, 4},
+      {"exp2", [](const ndarray& a) { return kiln::exp2(a); },
+       [](double x) { return std::exp2(x); }, 0, 4},
+      {"expm1", [](const ndarray& a) { return kiln::expm1(a); },
+       [](double x) { return std::expm1(x); }, 2, 4},
+      {"log", [](const ndarray& a) { return kiln::log(a); }, [](double x) { return std::log(x); },
+       1, 4},
+      {"log2", [](const ndarray& a) { return kiln::log2(a); },
+       [](double x) { return std::log2(x); }, 1, 4},
+      {"log10", [](const ndarray& a) { return kiln::log10(a); },
+       [](double x) { return std::log10(x); }, 1, 4},
+      {"log1p", [](const ndarray& a) { return kiln::log1p(a); },
+       [](double x) { return std::log1p(x); }, 1, 4},
+      {"sqrt", [](const ndarray& a) { return kiln::sqrt(a); },
+       [](double x) { return std::sqrt(x); }, 1, 1},
+      {"cbrt", [](const ndarray& a) { return kiln::cbrt(a); },
+       [](double x) { return std::cbrt(x); }, 0, 4},
+      {"square", [](const ndarray& a) { return kiln::square(a); }, [](double x) { return x * x; },
+       0, 1},
+      {"reciprocal", [](const ndarray& a) { return kiln::reciprocal(a); },
+       [](double x) { return 1 / x; }, 0, 1},
+      {"floor", [](const ndarray& a) { return kiln::floor(a); },
+       [](double x) { return std::floor(x); }, 0, 0},
+      {"ceil", [](const ndarray& a) { return kiln::ceil(a); },
+       [](double x) { return std::ceil(x); }, 0, 0},
+      {"trunc", [](const ndarray& a) { return kiln::trunc(a); },
+       [](double x) { return std::trunc(x); }, 0, 0},
+      {"rint", [](const ndarray& a) { return kiln::rint(a); },
+       [](double x) { return std::nearbyint(x); }, 0, 0},
+      {"sign", [](const ndarray& a) { return kiln::sign(a); },
+       [](double x) { return double((x > 0) - (x < 0)); }, 0, 0},
+      {"absolute", [](const ndarray& a) { return kiln::abs(a); },
+       [](double x) { return std::abs(x); }, 0, 0},
       {"negative", [](const ndarray& a) { return -a; }, [](double x) { return -x; }, 0, 0},
   };
   return v;
@@ -155,10 +183,13 @@ TEST_CASE("float16 and bfloat16 compute in float32 and round once", "[gpu][ops]"
   CHECK(bad == 0);
 }
 
-TEST_CASE("integer arithmetic follows NumPy; floor division and remainder signs, division by "
-          "zero gives 0, int / int is float64", "[gpu][ops]") {
+TEST_CASE(
+    "integer arithmetic follows NumPy; floor division and remainder signs, division by "
+    "zero gives 0, int / int is float64",
+    "[gpu][ops]") {
   const std::size_t n = 1001;
-  auto ha = test::random_vector<std::int32_t>(n, -50, 50), hb = test::random_vector<std::int32_t>(n, -7, 7);
+  auto ha = test::random_vector<std::int32_t>(n, -50, 50),
+       hb = test::random_vector<std::int32_t>(n, -7, 7);
   for (std::size_t k = 0; k < n; k += 10) hb[k] = 0;  // division by zero on purpose
   auto a = asarray<std::int32_t>(ha), b = asarray<std::int32_t>(hb);
   const auto fd = ndarray(kiln::floor_divide(a, b)).get<std::int32_t>();
@@ -238,7 +269,8 @@ TEST_CASE("expressions on transposed and sliced views, 0-d and empty arrays", "[
   auto s = x(slice(1, std::nullopt, 2), slice(std::nullopt, std::nullopt, -3));  // (6, 3)
   const auto g = ndarray(t * 2 + 1).get<float>();
   for (int i = 0; i < 9; ++i)
-    for (int j = 0; j < 12; ++j) CHECK(g[std::size_t(i * 12 + j)] == hx[std::size_t(j * 9 + i)] * 2 + 1);
+    for (int j = 0; j < 12; ++j)
+      CHECK(g[std::size_t(i * 12 + j)] == hx[std::size_t(j * 9 + i)] * 2 + 1);
   const auto gs = ndarray(s - 1).get<float>();
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 3; ++j)
@@ -284,12 +316,16 @@ TEST_CASE("fuse runs a lambda as one kernel; tuples of outputs and in-place argu
   ndarray z = f(x, y);
   auto g = kiln::fuse([](auto a, auto b) { return std::make_tuple(a + b, a - b); });
   auto [s, d] = g(x, y);
-  auto h = kiln::fuse([](auto& a, auto b, double c) { a *= c; a += b; });
+  auto h = kiln::fuse([](auto& a, auto b, double c) {
+    a *= c;
+    a += b;
+  });
   auto x2 = x.copy();
   h(x2, y, 2.0);
   const auto gz = z.get<float>(), gs = s.get<float>(), gd = d.get<float>(), gx = x2.get<float>();
   for (std::size_t k = 0; k < hx.size(); ++k) {
-    CHECK(std::abs(gz[k] - (std::sin(hx[k]) * 5 + hy[k] * hy[k])) < 1e-4f * std::max(1.0f, std::abs(gz[k])));
+    CHECK(std::abs(gz[k] - (std::sin(hx[k]) * 5 + hy[k] * hy[k])) <
+          1e-4f * std::max(1.0f, std::abs(gz[k])));
     CHECK(gs[k] == hx[k] + hy[k]);
     CHECK(gd[k] == hx[k] - hy[k]);
     CHECK(gx[k] == float(double(float(hx[k] * 2.0)) + hy[k]));

@@ -2,15 +2,14 @@
 // (against tests/ops/golden/op_types.txt, made once by NumPy), errors at the operator,
 // structural keys, and an NVRTC compile of every operator and function per dtype class.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
 
-#include "kiln/codegen/op_table.hpp"
 #include "kiln/cache/compile_cache.hpp"
+#include "kiln/codegen/op_table.hpp"
 #include "kiln/kiln.hpp"
 #include "support/test_support.hpp"
 
@@ -30,63 +29,115 @@ using Unary = std::function<expr(const ndarray&)>;
 // b: an array operand, or nullptr with w = 0/1/2 for a weak int / float / complex scalar.
 using Binary = std::function<expr(const ndarray&, const ndarray*, int)>;
 
-#define U(np, fn) {np, [](const ndarray& a) { return expr(fn(a)); }}
-#define B(np, fn)                                                  \
-  {np, [](const ndarray& a, const ndarray* b, int w) -> expr {     \
-     if (b) return fn(a, *b);                                      \
-     if (w == 0) return fn(a, 1);                                  \
-     if (w == 1) return fn(a, 1.0);                                \
-     return fn(a, std::complex<double>(0, 1));                     \
-   }}
+#define U(np, fn)                                    \
+  {                                                  \
+    np, [](const ndarray& a) { return expr(fn(a)); } \
+  }
+#define B(np, fn)                                               \
+  {                                                             \
+    np, [](const ndarray& a, const ndarray* b, int w) -> expr { \
+      if (b) return fn(a, *b);                                  \
+      if (w == 0) return fn(a, 1);                              \
+      if (w == 1) return fn(a, 1.0);                            \
+      return fn(a, std::complex<double>(0, 1));                 \
+    }                                                           \
+  }
 
 const std::vector<std::pair<std::string, Unary>>& unary_ops() {
   static const std::vector<std::pair<std::string, Unary>> v = {
       {"negative", [](const ndarray& a) { return -a; }},
       {"positive", [](const ndarray& a) { return +a; }},
-      U("absolute", kiln::abs), U("logical_not", kiln::logical_not),
+      U("absolute", kiln::abs),
+      U("logical_not", kiln::logical_not),
       {"invert", [](const ndarray& a) { return ~a; }},
-      U("sin", kiln::sin), U("cos", kiln::cos), U("tan", kiln::tan), U("arcsin", kiln::arcsin),
-      U("arccos", kiln::arccos), U("arctan", kiln::arctan), U("sinh", kiln::sinh),
-      U("cosh", kiln::cosh), U("tanh", kiln::tanh), U("arcsinh", kiln::arcsinh),
-      U("arccosh", kiln::arccosh), U("arctanh", kiln::arctanh), U("exp", kiln::exp),
-      U("exp2", kiln::exp2), U("expm1", kiln::expm1), U("log", kiln::log), U("log2", kiln::log2),
-      U("log10", kiln::log10), U("log1p", kiln::log1p), U("sqrt", kiln::sqrt),
-      U("cbrt", kiln::cbrt), U("square", kiln::square), U("reciprocal", kiln::reciprocal),
-      U("floor", kiln::floor), U("ceil", kiln::ceil), U("trunc", kiln::trunc),
-      U("rint", kiln::rint), U("sign", kiln::sign), U("isnan", kiln::isnan),
-      U("isinf", kiln::isinf), U("isfinite", kiln::isfinite), U("real", kiln::real),
-      U("imag", kiln::imag), U("conj", kiln::conj), U("angle", kiln::angle),
+      U("sin", kiln::sin),
+      U("cos", kiln::cos),
+      U("tan", kiln::tan),
+      U("arcsin", kiln::arcsin),
+      U("arccos", kiln::arccos),
+      U("arctan", kiln::arctan),
+      U("sinh", kiln::sinh),
+      U("cosh", kiln::cosh),
+      U("tanh", kiln::tanh),
+      U("arcsinh", kiln::arcsinh),
+      U("arccosh", kiln::arccosh),
+      U("arctanh", kiln::arctanh),
+      U("exp", kiln::exp),
+      U("exp2", kiln::exp2),
+      U("expm1", kiln::expm1),
+      U("log", kiln::log),
+      U("log2", kiln::log2),
+      U("log10", kiln::log10),
+      U("log1p", kiln::log1p),
+      U("sqrt", kiln::sqrt),
+      U("cbrt", kiln::cbrt),
+      U("square", kiln::square),
+      U("reciprocal", kiln::reciprocal),
+      U("floor", kiln::floor),
+      U("ceil", kiln::ceil),
+      U("trunc", kiln::trunc),
+      U("rint", kiln::rint),
+      U("sign", kiln::sign),
+      U("isnan", kiln::isnan),
+      U("isinf", kiln::isinf),
+      U("isfinite", kiln::isfinite),
+      U("real", kiln::real),
+      U("imag", kiln::imag),
+      U("conj", kiln::conj),
+      U("angle", kiln::angle),
   };
   return v;
 }
 
-#define OPB(np, OP)                                              \
-  {np, [](const ndarray& a, const ndarray* b, int w) -> expr {   \
-     if (b) return a OP *b;                                      \
-     if (w == 0) return a OP 1;                                  \
-     if (w == 1) return a OP 1.0;                                \
-     return a OP std::complex<double>(0, 1);                     \
-   }}
+#define OPB(np, OP)                                             \
+  {                                                             \
+    np, [](const ndarray& a, const ndarray* b, int w) -> expr { \
+      if (b) return a OP * b;                                   \
+      if (w == 0) return a OP 1;                                \
+      if (w == 1) return a OP 1.0;                              \
+      return a OP std::complex<double>(0, 1);                   \
+    }                                                           \
+  }
 
 const std::vector<std::pair<std::string, Binary>>& binary_ops() {
   static const std::vector<std::pair<std::string, Binary>> v = {
-      OPB("add", +), OPB("subtract", -), OPB("multiply", *), OPB("divide", /),
-      B("floor_divide", kiln::floor_divide), OPB("remainder", %), B("power", kiln::power),
-      OPB("equal", ==), OPB("not_equal", !=), OPB("less", <), OPB("less_equal", <=),
-      OPB("greater", >), OPB("greater_equal", >=), B("logical_and", kiln::logical_and),
-      B("logical_or", kiln::logical_or), B("logical_xor", kiln::logical_xor),
-      OPB("bitwise_and", &), OPB("bitwise_or", |), OPB("bitwise_xor", ^),
-      OPB("left_shift", <<), OPB("right_shift", >>), B("arctan2", kiln::arctan2),
-      B("hypot", kiln::hypot), B("maximum", kiln::maximum), B("minimum", kiln::minimum),
-      B("fmax", kiln::fmax), B("fmin", kiln::fmin),
-      {"where", [](const ndarray& a, const ndarray* b, int w) -> expr {
+      OPB("add", +),
+      OPB("subtract", -),
+      OPB("multiply", *),
+      OPB("divide", /),
+      B("floor_divide", kiln::floor_divide),
+      OPB("remainder", %),
+      B("power", kiln::power),
+      OPB("equal", ==),
+      OPB("not_equal", !=),
+      OPB("less", <),
+      OPB("less_equal", <=),
+      OPB("greater", >),
+      OPB("greater_equal", >=),
+      B("logical_and", kiln::logical_and),
+      B("logical_or", kiln::logical_or),
+      B("logical_xor", kiln::logical_xor),
+      OPB("bitwise_and", &),
+      OPB("bitwise_or", |),
+      OPB("bitwise_xor", ^),
+      OPB("left_shift", <<),
+      OPB("right_shift", >>),
+      B("arctan2", kiln::arctan2),
+      B("hypot", kiln::hypot),
+      B("maximum", kiln::maximum),
+      B("minimum", kiln::minimum),
+      B("fmax", kiln::fmax),
+      B("fmin", kiln::fmin),
+      {"where",
+       [](const ndarray& a, const ndarray* b, int w) -> expr {
          const auto c = meta({3}, bool_);
          if (b) return kiln::where(c, a, *b);
          if (w == 0) return kiln::where(c, a, 1);
          if (w == 1) return kiln::where(c, a, 1.0);
          return kiln::where(c, a, std::complex<double>(0, 1));
        }},
-      {"clip", [](const ndarray& a, const ndarray* b, int w) -> expr {
+      {"clip",
+       [](const ndarray& a, const ndarray* b, int w) -> expr {
          if (b) return kiln::clip(a, *b, *b);
          if (w == 0) return kiln::clip(a, 1, 1);
          if (w == 1) return kiln::clip(a, 1.0, 1.0);
@@ -112,8 +163,8 @@ std::map<std::string, std::string> golden() {
 // NumPy has no bfloat16; ml_dtypes' bfloat16 ignores NEP 50 for weak floats (bfloat16 * 2.5
 // is float32 there). kiln treats bfloat16 exactly as float16 (a float of the same rank; mixed
 // with float16 it is float32), so its expected types are NumPy's float16 rows, renamed.
-std::string expected(const std::map<std::string, std::string>& g, const std::string& op,
-                     dtype a, const std::string& b) {
+std::string expected(const std::map<std::string, std::string>& g, const std::string& op, dtype a,
+                     const std::string& b) {
   const bool mixed = (a == bfloat16 && b == "float16") || (a == float16 && b == "bfloat16");
   if (mixed) return g.at(op + " float32 float32");
   const bool bf = a == bfloat16 || b == "bfloat16";
@@ -145,8 +196,10 @@ TEST_CASE("every unary operator and function has NumPy 2's result type for every
   }
 }
 
-TEST_CASE("every binary operator and function has NumPy 2's result type for every dtype pair "
-          "and weak scalar", "[ops]") {
+TEST_CASE(
+    "every binary operator and function has NumPy 2's result type for every dtype pair "
+    "and weak scalar",
+    "[ops]") {
   const auto g = golden();
   const char* weak[] = {"weak_int", "weak_float", "weak_complex"};
   for (const auto& [name, op] : binary_ops()) {
@@ -188,21 +241,24 @@ TEST_CASE("expressions raise shape and type errors at the operator, naming shape
   CHECK((x > 0).astype(float64).dtype() == float64);
 }
 
-TEST_CASE("expression keys are structural; scalar values share a key, dtypes and leaf identity "
-          "do not", "[ops]") {
+TEST_CASE(
+    "expression keys are structural; scalar values share a key, dtypes and leaf identity "
+    "do not",
+    "[ops]") {
   const auto x = meta({3}), y = meta({3}), x64 = meta({3}, float64);
   CHECK(expression_key(x * 5) == expression_key(x * 6));
-  CHECK(expression_key(x * 5) == expression_key(y * 5));      // another array, same structure
+  CHECK(expression_key(x * 5) == expression_key(y * 5));  // another array, same structure
   CHECK(expression_key(x * 5) == expression_key(meta({7, 9}) * 5));  // shape: the spec's part
   CHECK_FALSE(expression_key(x * 5) == expression_key(x * 5.0f + 0));
   CHECK_FALSE(expression_key(x * 5) == expression_key(x64 * 5));
   CHECK_FALSE(expression_key(x * 5) == expression_key(x * y));
-  CHECK_FALSE(expression_key(x * x) == expression_key(x * y));   // an input used twice is one leaf
+  CHECK_FALSE(expression_key(x * x) == expression_key(x * y));  // an input used twice is one leaf
   CHECK_FALSE(expression_key(x + y) == expression_key(x - y));
   CHECK(aot::expression_leaves(x * x + x).size() == 1);
   CHECK(aot::expression_leaves(x * 2 + y * 3).size() == 4);
   // The same structure finds the same generated kernel (no new source).
-  CHECK(&aot::expression_kernel(kiln::sin(x) * 5 + y * y) == &aot::expression_kernel(kiln::sin(y) * 7 + x * x));
+  CHECK(&aot::expression_kernel(kiln::sin(x) * 5 + y * y) ==
+        &aot::expression_kernel(kiln::sin(y) * 7 + x * x));
   // Layout and index width are the kernel spec's: another spec, another loaded-kernel key.
   const auto& k = aot::expression_kernel(x * y);
   const std::vector<dtype> dts{float32, float32};
@@ -217,7 +273,8 @@ TEST_CASE("expression keys are structural; scalar values share a key, dtypes and
 // several threads, some dropped on another thread than their own, keep their types and keys.
 TEST_CASE("expressions built on several threads and dropped on others keep types and keys",
           "[ops]") {
-  const std::vector<dtype> types{bool_, int8, uint16, int32, int64, float16, float32, float64, complex64};
+  const std::vector<dtype> types{bool_,   int8,    uint16,  int32,    int64,
+                                 float16, float32, float64, complex64};
   std::vector<ndarray> arrays;
   for (dtype t : types) arrays.push_back(meta({4, 3}, t));
   // One thread's answers first: the reference.
@@ -291,11 +348,12 @@ std::vector<expr> all_ops(const ndarray& x, const ndarray& y) {
 
 }  // namespace
 
-TEST_CASE("every operator and function compiles with NVRTC for sm_90 in every dtype class", "[ops]") {
+TEST_CASE("every operator and function compiles with NVRTC for sm_90 in every dtype class",
+          "[ops]") {
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
-  for (dtype t : {bool_, int8, uint32, int64, float16, bfloat16, float32, float64, complex64,
-                  complex128}) {
+  for (dtype t :
+       {bool_, int8, uint32, int64, float16, bfloat16, float32, float64, complex64, complex128}) {
     INFO(t.name());
     const auto x = meta({3}, t), y = meta({3}, t);
     int ops = 0;

@@ -1,8 +1,7 @@
 // Fused reductions of expressions on a GPU against float64 host references on random data,
 // and that they allocate no temporary for the expression (one kernel, no x * x array).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -15,7 +14,9 @@ using namespace kiln;
 
 namespace {
 
-bool close(double got, double want, double rel = 1e-5) { return std::abs(got - want) <= rel * (1 + std::abs(want)); }
+bool close(double got, double want, double rel = 1e-5) {
+  return std::abs(got - want) <= rel * (1 + std::abs(want));
+}
 
 // The pool's reserved bytes before and after `f` with nothing cached at the start: a temporary
 // the size of x would have to be reserved (and stays cached) on top of f's result.
@@ -82,11 +83,12 @@ TEST_CASE("max(abs(x - y), axis=1) and argmax fuse over rows", "[ops][gpu]") {
   CHECK(mk.get<double>() == gm);
 }
 
-TEST_CASE("mean over a transposed view, var and integer expressions fuse with NumPy's dtypes", "[ops][gpu]") {
+TEST_CASE("mean over a transposed view, var and integer expressions fuse with NumPy's dtypes",
+          "[ops][gpu]") {
   const std::int64_t r = 300, c = 257;
   auto hx = test::random_vector<float>(std::size_t(r * c));
   ndarray x = asarray(hx, Shape{r, c});
-  ndarray xt = x.T();  // (c, r), not contiguous
+  ndarray xt = x.T();               // (c, r), not contiguous
   ndarray m = mean(xt * 2 + 1, 0);  // mean over xt's rows = over x's columns
   REQUIRE(m.shape() == Shape{r});
   CHECK(m.dtype() == float32);
@@ -104,7 +106,8 @@ TEST_CASE("mean over a transposed view, var and integer expressions fuse with Nu
   const double mu = s / double(hx.size());
   for (float v : hx) ss += (double(v) - 1 - mu) * (double(v) - 1 - mu);
   CHECK(close(var(xt - 1).get<float>()[0], ss / double(hx.size()), 1e-4));
-  CHECK(close(kiln::std(x - 1, {}, false, {.ddof = 1}).get<float>()[0], std::sqrt(ss / double(hx.size() - 1)), 1e-4));
+  CHECK(close(kiln::std(x - 1, {}, false, {.ddof = 1}).get<float>()[0],
+              std::sqrt(ss / double(hx.size() - 1)), 1e-4));
 
   auto hi = test::random_vector<std::int32_t>(100003);
   ndarray xi = asarray(hi);
@@ -116,7 +119,8 @@ TEST_CASE("mean over a transposed view, var and integer expressions fuse with Nu
   CHECK(count_nonzero(xi > 0).get<std::int64_t>()[0] == pos);
   CHECK(sum(xi > 0).dtype() == int64);
   CHECK(sum(xi > 0).get<std::int64_t>()[0] == pos);
-  CHECK(any(xi > 7).get<bool>()[0] == std::any_of(hi.begin(), hi.end(), [](auto v) { return v > 7; }));
+  CHECK(any(xi > 7).get<bool>()[0] ==
+        std::any_of(hi.begin(), hi.end(), [](auto v) { return v > 7; }));
   CHECK(all_of(xi != 0).get<bool>()[0]);  // random integers are never zero
   CHECK(mean(xi / 2).dtype() == float64);
 }
@@ -139,9 +143,11 @@ TEST_CASE("linalg::norm(x - y) is one fused kernel with no temporary", "[ops][gp
   CHECK(linalg::norm(x - y, INFINITY).get<float>()[0] == float(li));
 
   // Complex: |x - y|^2 accumulates in the real type.
-  auto hc = test::random_vector<std::complex<float>>(10007), hd = test::random_vector<std::complex<float>>(10007);
+  auto hc = test::random_vector<std::complex<float>>(10007),
+       hd = test::random_vector<std::complex<float>>(10007);
   double qc = 0;
-  for (std::size_t k = 0; k < hc.size(); ++k) qc += std::norm(std::complex<double>(hc[k]) - std::complex<double>(hd[k]));
+  for (std::size_t k = 0; k < hc.size(); ++k)
+    qc += std::norm(std::complex<double>(hc[k]) - std::complex<double>(hd[k]));
   ndarray rc = linalg::norm(asarray(hc) - asarray(hd));
   CHECK(rc.dtype() == float32);
   CHECK(close(rc.get<float>()[0], std::sqrt(qc), 1e-5));
@@ -150,7 +156,8 @@ TEST_CASE("linalg::norm(x - y) is one fused kernel with no temporary", "[ops][gp
   ndarray x2 = reshape(x(slice(0, 1000 * 2000)), Shape{1000, 2000});
   ndarray y2 = reshape(y(slice(0, 1000 * 2000)), Shape{1000, 2000});
   double f = 0;
-  for (std::size_t k = 0; k < 1000 * 2000; ++k) f += (double(hx[k]) - hy[k]) * (double(hx[k]) - hy[k]);
+  for (std::size_t k = 0; k < 1000 * 2000; ++k)
+    f += (double(hx[k]) - hy[k]) * (double(hx[k]) - hy[k]);
   CHECK(close(linalg::norm(x2 - y2, "fro").get<float>()[0], std::sqrt(f), 1e-5));
   auto rows = linalg::norm(x2 - y2, 2.0, 1).get<float>();
   double r0 = 0;

@@ -2,11 +2,10 @@
 // every argument starts at its abi_layout alignment, holds the pointer then the index-width
 // integers in order, and takes abi_layout's size. (kernel_abi_test checks the same numbers
 // against NVRTC's layout of the declared types.)
-#include <catch2/catch.hpp>
-
-#include <cstring>
-
 #include "call/kernel_args.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstring>
 
 using namespace kiln;
 using codegen::AbiKind;
@@ -18,7 +17,8 @@ std::vector<std::int64_t> read_indices(const void* p, std::size_t offset, int n)
   std::vector<std::int64_t> out;
   for (int i = 0; i < n; ++i) {
     I v;
-    std::memcpy(&v, static_cast<const std::byte*>(p) + offset + sizeof(I) * std::size_t(i), sizeof v);
+    std::memcpy(&v, static_cast<const std::byte*>(p) + offset + sizeof(I) * std::size_t(i),
+                sizeof v);
     out.push_back(v);
   }
   return out;
@@ -56,18 +56,22 @@ TEST_CASE("packed kernel arguments follow the ABI layout for 32- and 64-bit indi
     CHECK(addr(argv[1]) % st.align == 0);
     CHECK(read_pointer(argv[1]) == &x);
     const std::vector<std::int64_t> want_strides{-4, 12, 96};
-    CHECK((bits == 64 ? read_indices<std::int64_t>(argv[1], 8, 3) : read_indices<std::int32_t>(argv[1], 8, 3)) == want_strides);
+    CHECK((bits == 64 ? read_indices<std::int64_t>(argv[1], 8, 3)
+                      : read_indices<std::int32_t>(argv[1], 8, 3)) == want_strides);
     CHECK(addr(argv[2]) - addr(argv[1]) >= st.size);
     CHECK(addr(argv[2]) % 8 == 0);
     double back;
     std::memcpy(&back, argv[2], 8);
     CHECK(back == 2.5);
     const std::vector<std::int64_t> want_raw{6, 2, 3, 12, 4};
-    CHECK((bits == 64 ? read_indices<std::int64_t>(argv[3], 8, 5) : read_indices<std::int32_t>(argv[3], 8, 5)) == want_raw);
-    CHECK((bits == 64 ? read_indices<std::int64_t>(argv[4], 0, 1) : read_indices<std::int32_t>(argv[4], 0, 1)) ==
-          std::vector<std::int64_t>{123456});
-    CHECK((bits == 64 ? read_indices<std::int64_t>(argv[5], 0, 2) : read_indices<std::int32_t>(argv[5], 0, 2)) ==
-          std::vector<std::int64_t>{2, 3});
+    CHECK((bits == 64 ? read_indices<std::int64_t>(argv[3], 8, 5)
+                      : read_indices<std::int32_t>(argv[3], 8, 5)) == want_raw);
+    CHECK((bits == 64
+               ? read_indices<std::int64_t>(argv[4], 0, 1)
+               : read_indices<std::int32_t>(argv[4], 0, 1)) == std::vector<std::int64_t>{123456});
+    CHECK((bits == 64
+               ? read_indices<std::int64_t>(argv[5], 0, 2)
+               : read_indices<std::int32_t>(argv[5], 0, 2)) == std::vector<std::int64_t>{2, 3});
     CHECK(addr(argv[5]) % std::uintptr_t(bits / 8) == 0);
   }
 }

@@ -1,7 +1,8 @@
 // kernel_result: CuPy's return conventions for one, several or no outputs.
+#include "kiln/engine/kernel_result.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "kiln/engine/kernel_result.hpp"
 #include "kiln/runtime/error.hpp"
 
 using namespace kiln;

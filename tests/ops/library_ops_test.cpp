@@ -69,9 +69,9 @@ TEST_CASE("matmul shapes follow NumPy; 1-D promotion and broadcast batch axes", 
   KILN_CHECK_THROWS(matmul_shape({3, 4}, {5, 6}), ShapeError,
                     Catch::Contains("(3, 4)") && Catch::Contains("(5, 6)") &&
                         Catch::Contains("4 (last axis of a) != 5"));
-  KILN_CHECK_THROWS(matmul_shape({2, 3, 4}, {3, 4, 5}), ShapeError,
-                    Catch::Contains("batch axes") && Catch::Contains("(2,)") &&
-                        Catch::Contains("(3,)"));
+  KILN_CHECK_THROWS(
+      matmul_shape({2, 3, 4}, {3, 4, 5}), ShapeError,
+      Catch::Contains("batch axes") && Catch::Contains("(2,)") && Catch::Contains("(3,)"));
   CHECK_THROWS_AS(matmul_shape({}, {3}), ShapeError);
 }
 

@@ -2,7 +2,6 @@
 // triple loop, decompositions by reconstruction and orthogonality, solvers by residual, det
 // against a host LU.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "kiln/kiln.hpp"
@@ -98,8 +97,7 @@ TEST_CASE("matmul of float64 and float32 matrices matches a host product", "[ops
   CHECK(linalg::matmul(a.astype(float32), b).dtype() == float64);
 }
 
-TEST_CASE("matmul reads transposed and sliced operands without changing the result",
-          "[ops][gpu]") {
+TEST_CASE("matmul reads transposed and sliced operands without changing the result", "[ops][gpu]") {
   const std::int64_t m = 20, k = 30, n = 10;
   auto ha = random_vector<double>(std::size_t(m * k));
   auto hb = random_vector<double>(std::size_t(k * n));
@@ -149,8 +147,8 @@ TEST_CASE("matmul promotes 1-D operands and broadcasts batch axes like NumPy", "
 
 TEST_CASE("svd reconstructs tall, wide and square matrices with orthonormal factors",
           "[ops][gpu]") {
-  for (auto method : {linalg::svd_method::automatic, linalg::svd_method::gesvd,
-                      linalg::svd_method::gesvdp})
+  for (auto method :
+       {linalg::svd_method::automatic, linalg::svd_method::gesvd, linalg::svd_method::gesvdp})
     for (auto [m, n] : {std::pair<std::int64_t, std::int64_t>{40, 25}, {25, 40}, {33, 33}})
       for (bool full : {true, false}) {
         INFO("method " << int(method) << " shape " << m << "x" << n << " full " << full);

@@ -1,6 +1,5 @@
 // Two GPUs: each device loads its own copy of a kernel; threads keep their own current devices.
 #include <catch2/catch.hpp>
-
 #include <thread>
 
 #include "kiln/kiln.hpp"
@@ -12,8 +11,8 @@ using kiln::test::random_vector;
 namespace {
 
 const ElementwiseKernel& axpy() {
-  static const ElementwiseKernel k("float32 a, float32 x, float32 y", "float32 z",
-                                   "z = a * x + y", "kiln_test_axpy");
+  static const ElementwiseKernel k("float32 a, float32 x, float32 y", "float32 z", "z = a * x + y",
+                                   "kiln_test_axpy");
   return k;
 }
 

@@ -1,6 +1,5 @@
 // kiln::random::Generator on the GPU: moments within tolerance, ranges, and reproducibility.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <set>
 
@@ -21,8 +20,7 @@ std::pair<double, double> mean_var(const std::vector<T>& v) {
 
 }  // namespace
 
-TEST_CASE("random is uniform in [0, 1) with the right moments, float32 and float64",
-          "[ops][gpu]") {
+TEST_CASE("random is uniform in [0, 1) with the right moments, float32 and float64", "[ops][gpu]") {
   auto rng = random::default_rng(1234);
   const std::int64_t n = 1 << 20;
   auto d = rng.random({n / 1024, 1024});
@@ -92,8 +90,10 @@ TEST_CASE("the same seed gives the same numbers and successive calls continue th
   all.insert(a2.begin(), a2.end());
   CHECK(all.size() == 2002);  // no overlap between the two calls
   CHECK(b.random({1001}).get<double>() == a2);
-  CHECK(a.standard_normal({7}, float32).get<float>() == b.standard_normal({7}, float32).get<float>());
-  CHECK(a.integers(0, 1000, {9}).get<std::int64_t>() == b.integers(0, 1000, {9}).get<std::int64_t>());
+  CHECK(a.standard_normal({7}, float32).get<float>() ==
+        b.standard_normal({7}, float32).get<float>());
+  CHECK(a.integers(0, 1000, {9}).get<std::int64_t>() ==
+        b.integers(0, 1000, {9}).get<std::int64_t>());
   CHECK(a.offset() == b.offset());
   CHECK(a.offset() > 0);
   // On another stream: still the same numbers.

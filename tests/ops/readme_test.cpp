@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -38,8 +37,10 @@ TEST_CASE("the README shows exactly the example the GPU test runs", "[ops]") {
   // Markers or snippet missing in either file is a failure, never two equal "not found"s.
   const auto in_test = between(test, "// snippet-begin: readme-example", "// snippet-end");
   const auto in_readme = between(readme, "<!-- snippet: readme-example -->\n```cpp", "```");
-  INFO("markers: // snippet-begin: readme-example ... // snippet-end in tests/ops/readme_gpu_test.cpp, "
-       "<!-- snippet: readme-example --> then ```cpp ... ``` in README.md");
+  INFO(
+      "markers: // snippet-begin: readme-example ... // snippet-end in "
+      "tests/ops/readme_gpu_test.cpp, "
+      "<!-- snippet: readme-example --> then ```cpp ... ``` in README.md");
   REQUIRE(in_test.has_value());
   REQUIRE(in_readme.has_value());
   // The snippet is the kernel call, not an empty block.

@@ -1,7 +1,6 @@
 // ReductionKernel on a GPU: results against float64 host references on random data, outputs
 // poisoned first, over every strategy (rows, columns, full, strided), many shapes.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -22,7 +21,8 @@ ndarray poisoned(const Shape& shape, dtype t) {
 
 // Host reference: reduce `x` (C-order data of `shape`) over `mask` with f, from `init`.
 template <class F>
-std::vector<double> host_reduce(const std::vector<double>& x, const Shape& shape, std::uint64_t mask, double init, F f) {
+std::vector<double> host_reduce(const std::vector<double>& x, const Shape& shape,
+                                std::uint64_t mask, double init, F f) {
   const Shape out = reduced_shape(shape, mask, false);
   std::vector<double> r(std::size_t(shape_size(out)), init);
   std::vector<std::int64_t> idx(std::size_t(shape.size()), 0);
@@ -39,12 +39,15 @@ std::vector<double> host_reduce(const std::vector<double>& x, const Shape& shape
   return r;
 }
 
-void check_close(const std::vector<float>& got, const std::vector<double>& want, double rel = 1e-5) {
+void check_close(const std::vector<float>& got, const std::vector<double>& want,
+                 double rel = 1e-5) {
   REQUIRE(got.size() == want.size());
   std::size_t bad = 0, first = 0;
   for (std::size_t k = 0; k < got.size(); ++k)
-    if (!(std::abs(double(got[k]) - want[k]) <= rel * (1 + std::abs(want[k]))) && bad++ == 0) first = k;
-  INFO("first mismatch at " << first << ": got " << (bad ? got[first] : 0) << " want " << (bad ? want[first] : 0));
+    if (!(std::abs(double(got[k]) - want[k]) <= rel * (1 + std::abs(want[k]))) && bad++ == 0)
+      first = k;
+  INFO("first mismatch at " << first << ": got " << (bad ? got[first] : 0) << " want "
+                            << (bad ? want[first] : 0));
   CHECK(bad == 0);
 }
 
@@ -66,15 +69,24 @@ TEST_CASE("a sum reduction matches the host over every axis subset of a 4-D arra
       if (mask >> d & 1) ax.push_back(d);
     axes a;
     switch (ax.size()) {
-      case 1: a = axes(ax[0]); break;
-      case 2: a = axes{ax[0], ax[1]}; break;
-      case 3: a = axes{ax[0], ax[1], ax[2]}; break;
-      default: a = axes(); break;
+      case 1:
+        a = axes(ax[0]);
+        break;
+      case 2:
+        a = axes{ax[0], ax[1]};
+        break;
+      case 3:
+        a = axes{ax[0], ax[1], ax[2]};
+        break;
+      default:
+        a = axes();
+        break;
     }
     INFO("mask " << mask);
     ndarray out = poisoned(reduced_shape(shape, mask, false), float32);
     sum_kernel()(x, out, reduce_options{.axis = a});
-    check_close(out.get<float>(), host_reduce(hd, shape, mask, 0, [](double s, double v) { return s + v; }), 1e-4);
+    check_close(out.get<float>(),
+                host_reduce(hd, shape, mask, 0, [](double s, double v) { return s + v; }), 1e-4);
     // The same through a transposed view (other strategies).
     ndarray t = x.transpose({3, 2, 1, 0});
     std::uint64_t tmask = 0;
@@ -85,10 +97,18 @@ TEST_CASE("a sum reduction matches the host over every axis subset of a 4-D arra
     for (int d = 0; d < 4; ++d)
       if (tmask >> d & 1) tax.push_back(d);
     switch (tax.size()) {
-      case 1: ta = axes(tax[0]); break;
-      case 2: ta = axes{tax[0], tax[1]}; break;
-      case 3: ta = axes{tax[0], tax[1], tax[2]}; break;
-      default: ta = axes(); break;
+      case 1:
+        ta = axes(tax[0]);
+        break;
+      case 2:
+        ta = axes{tax[0], tax[1]};
+        break;
+      case 3:
+        ta = axes{tax[0], tax[1], tax[2]};
+        break;
+      default:
+        ta = axes();
+        break;
     }
     ndarray tr = sum_kernel()(t, reduce_options{.axis = ta});
     // Output axes of the transpose are reversed: compare against the copy's reduction.
@@ -99,9 +119,10 @@ TEST_CASE("a sum reduction matches the host over every axis subset of a 4-D arra
   }
 }
 
-TEST_CASE("reductions cover odd sizes, 1-element axes, keepdims, 0-d and empty arrays", "[ops][gpu]") {
-  for (Shape shape : {Shape{1}, Shape{7}, Shape{1000003}, Shape{3, 1}, Shape{1, 3}, Shape{257, 1025},
-                      Shape{1025, 3}, Shape{2, 1, 70001}}) {
+TEST_CASE("reductions cover odd sizes, 1-element axes, keepdims, 0-d and empty arrays",
+          "[ops][gpu]") {
+  for (Shape shape : {Shape{1}, Shape{7}, Shape{1000003}, Shape{3, 1}, Shape{1, 3},
+                      Shape{257, 1025}, Shape{1025, 3}, Shape{2, 1, 70001}}) {
     INFO(shape.str());
     auto h = test::random_vector<float>(std::size_t(shape_size(shape)));
     std::vector<double> hd(h.begin(), h.end());
@@ -109,22 +130,27 @@ TEST_CASE("reductions cover odd sizes, 1-element axes, keepdims, 0-d and empty a
     for (int d = -1; d < shape.size(); ++d) {
       const std::uint64_t mask = d < 0 ? (1ull << shape.size()) - 1 : 1ull << d;
       ndarray out = poisoned(reduced_shape(shape, mask, true), float32);
-      sum_kernel()(x, reduce_options{.axis = d < 0 ? axes() : axes(d), .keepdims = true, .out = {out}});
-      check_close(out.get<float>(), host_reduce(hd, shape, mask, 0, [](double s, double v) { return s + v; }), 1e-4);
+      sum_kernel()(
+          x, reduce_options{.axis = d < 0 ? axes() : axes(d), .keepdims = true, .out = {out}});
+      check_close(out.get<float>(),
+                  host_reduce(hd, shape, mask, 0, [](double s, double v) { return s + v; }), 1e-4);
     }
   }
   ndarray scalar0 = asarray<float>({2.5f}, Shape{});
   CHECK(sum_kernel()(scalar0).get<float>() == std::vector<float>{2.5f});
   ndarray empty0 = empty({0, 4}, float32);
-  CHECK(sum_kernel()(empty0, reduce_options{.axis = 0}).get<float>() == std::vector<float>(4, 0.0f));
+  CHECK(sum_kernel()(empty0, reduce_options{.axis = 0}).get<float>() ==
+        std::vector<float>(4, 0.0f));
   ReductionKernel mx("T x", "T y", "x", "a > b ? a : b", "y = a", "", "test_max");
-  CHECK_THROWS_WITH(mx(empty0, reduce_options{.axis = 0}),
-                    Catch::Contains("zero-size array to reduction operation test_max which has no identity"));
+  CHECK_THROWS_WITH(
+      mx(empty0, reduce_options{.axis = 0}),
+      Catch::Contains("zero-size array to reduction operation test_max which has no identity"));
   const ndarray none = mx(empty0, reduce_options{.axis = 1});  // nothing to reduce into
   CHECK(none.shape() == Shape{0});
 }
 
-TEST_CASE("with no identity a non-empty reduction gives the true result (CuPy gives 0)", "[ops][gpu]") {
+TEST_CASE("with no identity a non-empty reduction gives the true result (CuPy gives 0)",
+          "[ops][gpu]") {
   ReductionKernel mx("T x", "T y", "x", "a > b ? a : b", "y = a", "", "test_max_neg");
   for (std::int64_t n : {1, 31, 4097, 3000001}) {
     auto h = test::random_vector<float>(std::size_t(n), -9, -1);
@@ -132,7 +158,8 @@ TEST_CASE("with no identity a non-empty reduction gives the true result (CuPy gi
     float want = -1e30f;
     for (float v : h) want = std::max(want, v);
     CHECK(mx(x).get<float>() == std::vector<float>{want});
-    ndarray rows = mx(x.reshape({1, n}), reduce_options{.axis = 0});  // an outer reduction of one row
+    ndarray rows =
+        mx(x.reshape({1, n}), reduce_options{.axis = 0});  // an outer reduction of one row
     CHECK(rows.get<float>() == h);
   }
 }
@@ -160,11 +187,13 @@ TEST_CASE("the CuPy-docs l2norm, broadcast inputs and argmax-style _J", "[ops][g
   ndarray z = dot(asarray(hx, Shape{300, 5}), asarray(hy), reduce_options{.axis = 1});
   std::vector<double> w(300, 0);
   for (int i = 0; i < 300; ++i)
-    for (int j = 0; j < 5; ++j) w[std::size_t(i)] += double(hx[std::size_t(i * 5 + j)]) * hy[std::size_t(j)];
+    for (int j = 0; j < 5; ++j)
+      w[std::size_t(i)] += double(hx[std::size_t(i * 5 + j)]) * hy[std::size_t(j)];
   check_close(z.get<float>(), w);
-  ReductionKernel am("T x", "int64 y", "arg_t{(double)x, (long long)_J}",
-                     "(b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a", "y = a.i", "", "test_argmax",
-                     {.reduce_type = "arg_t", .preamble = "struct arg_t { double v; long long i; };"});
+  ReductionKernel am(
+      "T x", "int64 y", "arg_t{(double)x, (long long)_J}",
+      "(b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a", "y = a.i", "", "test_argmax",
+      {.reduce_type = "arg_t", .preamble = "struct arg_t { double v; long long i; };"});
   auto ha = test::random_vector<float>(50001);
   ha[777] = 100;
   ha[40000] = 100;

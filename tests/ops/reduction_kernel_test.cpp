@@ -1,13 +1,13 @@
 // ReductionKernel parts that need no GPU: definition checks, call checks that come before
 // any device work, the axis rules, and every strategy compiled by NVRTC for sm_90.
-#include <catch2/catch.hpp>
+#include "kiln/engine/reduction_kernel.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/codegen/launch_config.hpp"
 #include "kiln/codegen/reduction_emitter.hpp"
-#include "kiln/engine/reduction_kernel.hpp"
 #include "kiln/runtime/axes.hpp"
 #include "kiln/runtime/error.hpp"
 #include "support/test_support.hpp"
@@ -18,7 +18,8 @@ using codegen::ReductionStrategy;
 TEST_CASE("ReductionKernel checks its definition at construction", "[ops]") {
   CHECK_THROWS_AS(ReductionKernel("T x", "T y", "", "a + b", "y = a", "0", "k"), SignatureError);
   CHECK_THROWS_AS(ReductionKernel("T x", "T y", "x", " ", "y = a", "0", "k"), SignatureError);
-  CHECK_THROWS_AS(ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "bad name"), SignatureError);
+  CHECK_THROWS_AS(ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "bad name"),
+                  SignatureError);
   CHECK_THROWS_AS(ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "k\n"), SignatureError);
   CHECK_THROWS_AS(ReductionKernel("T x", "", "x", "a + b", "", "0", "k"), SignatureError);
   CHECK_THROWS_WITH(ReductionKernel("T a", "T y", "a", "a + b", "y = a", "0", "k"),
@@ -34,9 +35,11 @@ TEST_CASE("axes resolve NumPy's way", "[ops]") {
   CHECK(axes(-1).mask(3) == 0b100);
   CHECK(axes{0, 2}.mask(3) == 0b101);
   CHECK(axes(std::initializer_list<std::int64_t>{}).mask(3) == 0);
-  KILN_CHECK_THROWS(axes(3).mask(3), ValueError, Catch::Equals("axis 3 is out of bounds for array of dimension 3"));
+  KILN_CHECK_THROWS(axes(3).mask(3), ValueError,
+                    Catch::Equals("axis 3 is out of bounds for array of dimension 3"));
   KILN_CHECK_THROWS(axes(-4).mask(3), ValueError, Catch::Contains("axis -4 is out of bounds"));
-  KILN_CHECK_THROWS((axes{1, -2}.mask(3)), ValueError, Catch::Contains("duplicate value in 'axis'"));
+  KILN_CHECK_THROWS((axes{1, -2}.mask(3)), ValueError,
+                    Catch::Contains("duplicate value in 'axis'"));
   CHECK(reduced_shape({2, 3, 4}, 0b101, false) == Shape{3});
   CHECK(reduced_shape({2, 3, 4}, 0b101, true) == Shape{1, 3, 1});
   CHECK(reduced_shape({2, 3, 4}, 0b111, false) == Shape{});
@@ -132,7 +135,8 @@ TEST_CASE("every reduction strategy compiles for sm_90 for every dtype class", "
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
   ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "kiln_test_sum");
   ReductionKernel max("T x", "T y", "x", "a > b ? a : b", "y = a", "", "kiln_test_max");
-  for (dtype t : {bool_, int8, int64, uint16, float16, bfloat16, float32, float64, complex64, complex128}) {
+  for (dtype t :
+       {bool_, int8, int64, uint16, float16, bfloat16, float32, float64, complex64, complex128}) {
     INFO(t.name());
     compile_all(sum, {.dtypes = {t}, .max_ndim = 1, .index64 = false});
     if (!t.is_complex()) compile_all(max, {.dtypes = {t}, .max_ndim = 1, .index64 = false});
@@ -156,16 +160,19 @@ TEST_CASE("CuPy's ReductionKernel pitfalls compile on every strategy", "[ops]") 
                                  "__device__ double my_y_helper(double v) { return v; }",
                      .options = {"-DMY_BIAS=0"}});
   compile_all(k, {.dtypes = {float32, float64, float32}, .max_ndim = 2, .index64 = true});
-  ReductionKernel argmax("T x", "int64 y", "arg_t{(double)x, (long long)_J}",
-                         "(b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a", "y = a.i", "",
-                         "kiln_test_argmax", {.reduce_type = "arg_t", .preamble = "struct arg_t { double v; long long i; };"});
+  ReductionKernel argmax(
+      "T x", "int64 y", "arg_t{(double)x, (long long)_J}",
+      "(b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a", "y = a.i", "", "kiln_test_argmax",
+      {.reduce_type = "arg_t", .preamble = "struct arg_t { double v; long long i; };"});
   compile_all(argmax, {.dtypes = {int16}, .max_ndim = 2, .index64 = false});
 }
 
 TEST_CASE("reduction compile errors point at the user's own strings", "[ops]") {
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
-  auto spec = ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "k").specs({.dtypes = {float32}, .max_ndim = 1}).front();
+  auto spec = ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "k")
+                  .specs({.dtypes = {float32}, .max_ndim = 1})
+                  .front();
   ReductionKernel bad_map("T x", "T y", "x +* 2", "a + b", "y = a", "0", "k");
   CHECK_THROWS_WITH(bad_map.compile_for(spec, 90), Catch::Contains("map_expr(1)"));
   ReductionKernel bad_reduce("T x", "T y", "x", "a + undefined_thing", "y = a", "0", "k");
@@ -177,7 +184,9 @@ TEST_CASE("reduction compile errors point at the user's own strings", "[ops]") {
   CHECK_THROWS_WITH(truncated.compile_for(spec, 90),
                     Catch::Contains("map_expr(1): error") && !Catch::Contains("k.cu("));
   ReductionKernel truncated_reduce("T x", "T y", "x", "a +\n", "y = a", "0", "k");
-  CHECK_THROWS_WITH(truncated_reduce.compile_for(spec, 90), Catch::Contains("reduce_expr(1): error"));
-  ReductionKernel commented("T x", "T y", "x // the input", "a + b // sum", "y = a // out", "0 // zero", "k");
+  CHECK_THROWS_WITH(truncated_reduce.compile_for(spec, 90),
+                    Catch::Contains("reduce_expr(1): error"));
+  ReductionKernel commented("T x", "T y", "x // the input", "a + b // sum", "y = a // out",
+                            "0 // zero", "k");
   CHECK(commented.compile_for(spec, 90).cubin.size() > 64);  // closing text is not commented out
 }

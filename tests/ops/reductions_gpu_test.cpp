@@ -1,9 +1,7 @@
 // Built-in reductions and ndarray members on a GPU against float64 host references (exact for
 // integers), NumPy's dtypes and NaN rules.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
-
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -22,7 +20,9 @@ double host_sum(const std::vector<float>& v) {
   return s;
 }
 
-bool close(double got, double want, double rel = 1e-5) { return std::abs(got - want) <= rel * (1 + std::abs(want)); }
+bool close(double got, double want, double rel = 1e-5) {
+  return std::abs(got - want) <= rel * (1 + std::abs(want));
+}
 
 // A float32 sum of mixed signs can be small beside its terms: its rounding error scales with
 // the sum of |terms| (a tree of partial sums: about log2(n) * eps of it), not with the result.
@@ -31,7 +31,9 @@ double abs_sum(const std::vector<float>& v) {
   for (float x : v) s += std::abs(double(x));
   return s;
 }
-bool close_sum(double got, double want, double terms) { return std::abs(got - want) <= 1e-6 * terms; }
+bool close_sum(double got, double want, double terms) {
+  return std::abs(got - want) <= 1e-6 * terms;
+}
 
 }  // namespace
 
@@ -41,7 +43,8 @@ TEST_CASE("sum, mean, var, std, min, max of float32 match the host", "[ops][gpu]
   ndarray x = asarray(h);
   const double s = host_sum(h), m = s / double(n);
   double ss = 0, mn = 1e30, mx = -1e30;
-  for (float v : h) ss += (v - m) * (v - m), mn = std::min<double>(mn, v), mx = std::max<double>(mx, v);
+  for (float v : h)
+    ss += (v - m) * (v - m), mn = std::min<double>(mn, v), mx = std::max<double>(mx, v);
   const double terms = abs_sum(h);
   CHECK(close_sum(sum(x).get<float>()[0], s, terms));
   CHECK(close_sum(x.sum().get<float>()[0], s, terms));
@@ -52,7 +55,12 @@ TEST_CASE("sum, mean, var, std, min, max of float32 match the host", "[ops][gpu]
   CHECK(min(x).get<float>()[0] == float(mn));
   CHECK(x.max().get<float>()[0] == float(mx));
   CHECK(sum(x).dtype() == float32);
-  CHECK(close(linalg::norm(x).get<float>()[0], std::sqrt([&] { double q = 0; for (float v : h) q += double(v) * v; return q; }()), 1e-5));
+  CHECK(close(linalg::norm(x).get<float>()[0], std::sqrt([&] {
+                double q = 0;
+                for (float v : h) q += double(v) * v;
+                return q;
+              }()),
+              1e-5));
 }
 
 TEST_CASE("integer sums are exact with NumPy's dtypes, and wrap when asked", "[ops][gpu]") {
@@ -68,7 +76,8 @@ TEST_CASE("integer sums are exact with NumPy's dtypes, and wrap when asked", "[o
   auto u = test::random_vector<std::uint16_t>(999);
   CHECK(sum(asarray(u)).dtype() == uint64);
   CHECK(mean(x).dtype() == float64);
-  CHECK(count_nonzero(x).get<std::int64_t>()[0] == std::int64_t(h.size()));  // random data is never 0
+  CHECK(count_nonzero(x).get<std::int64_t>()[0] ==
+        std::int64_t(h.size()));  // random data is never 0
 }
 
 TEST_CASE("argmin/argmax return the first extreme; NaN propagates as NumPy", "[ops][gpu]") {
@@ -98,7 +107,9 @@ TEST_CASE("reductions along axes, keepdims, members and views", "[ops][gpu]") {
   ndarray x = asarray(h, shape);
   std::vector<double> rows(37, 0), cols(129, 0);
   for (int i = 0; i < 37; ++i)
-    for (int j = 0; j < 129; ++j) rows[std::size_t(i)] += h[std::size_t(i * 129 + j)], cols[std::size_t(j)] += h[std::size_t(i * 129 + j)];
+    for (int j = 0; j < 129; ++j)
+      rows[std::size_t(i)] += h[std::size_t(i * 129 + j)],
+          cols[std::size_t(j)] += h[std::size_t(i * 129 + j)];
   auto r = x.sum(1).get<float>();
   auto c = x.T().sum(1, true);
   CHECK(c.shape() == Shape{129, 1});
@@ -108,9 +119,15 @@ TEST_CASE("reductions along axes, keepdims, members and views", "[ops][gpu]") {
   CHECK(all_of(x).get<bool>()[0]);
   CHECK(any(x, 0).get<bool>() == std::vector<bool>(129, true));
   CHECK(prod(asarray<float>({}), {}, false).get<float>()[0] == 1);
-  CHECK_THROWS_WITH(max(asarray<float>({})), Catch::Contains("zero-size array to reduction operation maximum"));
-  CHECK_THROWS_WITH(argmax(empty({0}, float32)), Catch::Contains("attempt to get argmax of an empty sequence"));
-  CHECK(close(linalg::norm(x, 1.0, 1).get<float>()[3], [&] { double q = 0; for (int j = 0; j < 129; ++j) q += std::abs(h[std::size_t(3 * 129 + j)]); return q; }()));
+  CHECK_THROWS_WITH(max(asarray<float>({})),
+                    Catch::Contains("zero-size array to reduction operation maximum"));
+  CHECK_THROWS_WITH(argmax(empty({0}, float32)),
+                    Catch::Contains("attempt to get argmax of an empty sequence"));
+  CHECK(close(linalg::norm(x, 1.0, 1).get<float>()[3], [&] {
+    double q = 0;
+    for (int j = 0; j < 129; ++j) q += std::abs(h[std::size_t(3 * 129 + j)]);
+    return q;
+  }()));
   // Induced matrix norms: largest row sum (inf), smallest column sum (-1).
   std::vector<double> row_sums(37, 0.0), col_sums(129, 0.0);
   for (int i = 0; i < 37; ++i)
@@ -118,8 +135,10 @@ TEST_CASE("reductions along axes, keepdims, members and views", "[ops][gpu]") {
       const double a = std::abs(double(h[std::size_t(i * 129 + j)]));
       row_sums[std::size_t(i)] += a, col_sums[std::size_t(j)] += a;
     }
-  CHECK(close(linalg::norm(x, INFINITY).get<float>()[0], *std::max_element(row_sums.begin(), row_sums.end())));
-  CHECK(close(linalg::norm(x, -1.0).get<float>()[0], *std::min_element(col_sums.begin(), col_sums.end())));
+  CHECK(close(linalg::norm(x, INFINITY).get<float>()[0],
+              *std::max_element(row_sums.begin(), row_sums.end())));
+  CHECK(close(linalg::norm(x, -1.0).get<float>()[0],
+              *std::min_element(col_sums.begin(), col_sums.end())));
   CHECK(linalg::norm(x, INFINITY, {}, true).shape() == Shape{1, 1});
 }
 

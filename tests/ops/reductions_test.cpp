@@ -17,47 +17,63 @@ ndarray no_memory(const Shape& s, dtype t) {
 
 TEST_CASE("built-in reductions check axes, dtypes and empty inputs before the device", "[ops]") {
   ndarray a = no_memory({0, 2, 3}, float32);
-  KILN_CHECK_THROWS(sum(a, 3), ValueError, Catch::Equals("axis 3 is out of bounds for array of dimension 3"));
+  KILN_CHECK_THROWS(sum(a, 3), ValueError,
+                    Catch::Equals("axis 3 is out of bounds for array of dimension 3"));
   KILN_CHECK_THROWS(a.sum(-4), ValueError, Catch::Contains("axis -4 is out of bounds"));
   KILN_CHECK_THROWS(mean(a, {0, -3}), ValueError, Catch::Contains("duplicate value in 'axis'"));
-  KILN_CHECK_THROWS(max(a), ValueError, Catch::Contains("zero-size array to reduction operation maximum which has no identity"));
+  KILN_CHECK_THROWS(
+      max(a), ValueError,
+      Catch::Contains("zero-size array to reduction operation maximum which has no identity"));
   KILN_CHECK_THROWS(a.min(0), ValueError, Catch::Contains("operation minimum"));
-  KILN_CHECK_THROWS(argmax(a, 0), ValueError, Catch::Contains("attempt to get argmax of an empty sequence"));
+  KILN_CHECK_THROWS(argmax(a, 0), ValueError,
+                    Catch::Contains("attempt to get argmax of an empty sequence"));
   KILN_CHECK_THROWS(argmin(a, {0, 1}), TypeError, Catch::Contains("one axis"));
   KILN_CHECK_THROWS(max(no_memory({0}, complex64)), TypeError, Catch::Contains("complex"));
-  KILN_CHECK_THROWS(all_of(a, {}, false, {.dtype = float64}), TypeError, Catch::Contains("takes no dtype"));
-  KILN_CHECK_THROWS(sum(a, 0, false, {.out = no_memory({0, 3}, float32)}), ShapeError, Catch::Contains("(2, 3)"));
+  KILN_CHECK_THROWS(all_of(a, {}, false, {.dtype = float64}), TypeError,
+                    Catch::Contains("takes no dtype"));
+  KILN_CHECK_THROWS(sum(a, 0, false, {.out = no_memory({0, 3}, float32)}), ShapeError,
+                    Catch::Contains("(2, 3)"));
   KILN_CHECK_THROWS(linalg::norm(a, 3.0, 1), ValueError, Catch::Contains("ord=3"));
-  KILN_CHECK_THROWS(linalg::norm(no_memory({0, 2}, float32), 2.0), ValueError, Catch::Contains("matrix 2-norm"));
-  KILN_CHECK_THROWS(linalg::norm(no_memory({0}, float32), "fro"), ValueError, Catch::Contains("'fro' for vectors"));
+  KILN_CHECK_THROWS(linalg::norm(no_memory({0, 2}, float32), 2.0), ValueError,
+                    Catch::Contains("matrix 2-norm"));
+  KILN_CHECK_THROWS(linalg::norm(no_memory({0}, float32), "fro"), ValueError,
+                    Catch::Contains("'fro' for vectors"));
 }
 
-TEST_CASE("every built-in reduction, linalg::norm's too, compiles for sm_90 for every dtype class", "[ops]") {
+TEST_CASE("every built-in reduction, linalg::norm's too, compiles for sm_90 for every dtype class",
+          "[ops]") {
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
   const std::vector<std::pair<dtype, dtype>> pairs = {
-      {bool_, int64}, {int8, int64}, {uint32, uint64}, {float16, float16}, {bfloat16, float32},
-      {float32, float32}, {float64, float64}, {complex64, complex64}};
+      {bool_, int64},      {int8, int64},      {uint32, uint64},   {float16, float16},
+      {bfloat16, float32}, {float32, float32}, {float64, float64}, {complex64, complex64}};
   for (const ReductionKernel* k : aot::builtin_reductions()) {
     for (auto [in, out] : pairs) {
       const std::string n = k->name();
-      const bool moments = n == "kiln_var" || n == "kiln_std" || n == "kiln_var_mean" || n == "kiln_std_mean";
-      const bool ordered = n.find("min") != std::string::npos || n.find("max") != std::string::npos || moments;
+      const bool moments =
+          n == "kiln_var" || n == "kiln_std" || n == "kiln_var_mean" || n == "kiln_std_mean";
+      const bool ordered =
+          n.find("min") != std::string::npos || n.find("max") != std::string::npos || moments;
       if (in.is_complex() && ordered) continue;
       // linalg::norm's rows give a real float: float64 for bool and ints, the real part's type.
-      const dtype norm_out = in == bool_ || in.is_integer() ? float64 : in == complex64 ? float32 : in;
+      const dtype norm_out = in == bool_ || in.is_integer() ? float64
+                             : in == complex64              ? float32
+                                                            : in;
       const dtype o = n == "kiln_argmin" || n == "kiln_argmax" || n == "kiln_count_nonzero" ? int64
-                      : n == "kiln_all" || n == "kiln_any"                                   ? bool_
-                      : n.rfind("kiln_norm", 0) == 0                                         ? norm_out
-                                                                                             : out;
+                      : n == "kiln_all" || n == "kiln_any"                                  ? bool_
+                      : n.rfind("kiln_norm", 0) == 0 ? norm_out
+                                                     : out;
       std::vector<dtype> dts{in};
       if (moments) dts.push_back(int64);
       dts.push_back(o);
       if (n == "kiln_var_mean" || n == "kiln_std_mean") dts.push_back(o);  // and the mean
       INFO(n << " " << in.name());
-      // One contiguous-row and one strided/outer variant each (every strategy: reduction_kernel_test).
-      auto specs = k->specs({.dtypes = dts, .scalar_inputs = moments ? std::vector<int>{1} : std::vector<int>{},
-                             .max_ndim = 1, .index64 = false});
+      // One contiguous-row and one strided/outer variant each (every strategy:
+      // reduction_kernel_test).
+      auto specs = k->specs({.dtypes = dts,
+                             .scalar_inputs = moments ? std::vector<int>{1} : std::vector<int>{},
+                             .max_ndim = 1,
+                             .index64 = false});
       for (std::size_t s : {std::size_t(0), specs.size() - 1}) {
         auto req = k->compile_request(specs[s], 90);
         INFO(req.source);

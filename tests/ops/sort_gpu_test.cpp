@@ -1,7 +1,6 @@
 // kiln::sort / kiln::argsort on the GPU against a stable host sort with NumPy's NaN-last order.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -41,8 +40,9 @@ std::vector<std::int64_t> host_argsort(const std::vector<T>& v, std::int64_t row
   for (std::int64_t r = 0; r < rows; ++r) {
     auto first = idx.begin() + r * n;
     std::iota(first, first + n, 0);
-    std::stable_sort(first, first + n,
-                     [&](std::int64_t a, std::int64_t b) { return less(v[r * n + a], v[r * n + b]); });
+    std::stable_sort(first, first + n, [&](std::int64_t a, std::int64_t b) {
+      return less(v[r * n + a], v[r * n + b]);
+    });
   }
   return idx;
 }
@@ -132,26 +132,35 @@ TEMPLATE_TEST_CASE("sort puts NaNs of either sign last and keeps their bits", "[
     std::uniform_real_distribution<double> u(0, 1);
     for (auto& x : h) {
       const double r = u(gen);
-      if (r < negative_share) x = std::copysign(nan, TestType(-1));
-      else if (r < negative_share + 0.1) x = nan;
+      if (r < negative_share)
+        x = std::copysign(nan, TestType(-1));
+      else if (r < negative_share + 0.1)
+        x = nan;
     }
     poison_pool(h.size() * sizeof(TestType) * 4);
     const auto got = sort(asarray(h)).template get<TestType>();
     std::vector<TestType> numbers;
     std::size_t negative_nans = 0, positive_nans = 0;
     for (TestType x : h) {
-      if (!std::isnan(x)) numbers.push_back(x);
-      else if (std::signbit(x)) ++negative_nans;
-      else ++positive_nans;
+      if (!std::isnan(x))
+        numbers.push_back(x);
+      else if (std::signbit(x))
+        ++negative_nans;
+      else
+        ++positive_nans;
     }
     std::sort(numbers.begin(), numbers.end());
     REQUIRE(got.size() == h.size());
-    CHECK(std::vector<TestType>(got.begin(), got.begin() + std::ptrdiff_t(numbers.size())) == numbers);
+    CHECK(std::vector<TestType>(got.begin(), got.begin() + std::ptrdiff_t(numbers.size())) ==
+          numbers);
     std::size_t got_negative = 0, got_positive = 0, not_nan = 0;
     for (std::size_t i = numbers.size(); i < got.size(); ++i) {
-      if (!std::isnan(got[i])) ++not_nan;
-      else if (std::signbit(got[i])) ++got_negative;
-      else ++got_positive;
+      if (!std::isnan(got[i]))
+        ++not_nan;
+      else if (std::signbit(got[i]))
+        ++got_negative;
+      else
+        ++got_positive;
     }
     CHECK(not_nan == 0);
     CHECK(got_negative == negative_nans);
@@ -163,7 +172,7 @@ TEST_CASE("sort along any axis of a non-contiguous view matches the host", "[ops
   const std::int64_t d0 = 6, d1 = 50, d2 = 7;
   auto h = random_vector<double>(std::size_t(d0 * d1 * d2));
   auto base = asarray(h, Shape{d0, d1, d2});
-  auto v = base.transpose({2, 1, 0});  // shape (7, 50, 6), F-ordered
+  auto v = base.transpose({2, 1, 0});                              // shape (7, 50, 6), F-ordered
   auto at = [&](std::int64_t i, std::int64_t j, std::int64_t k) {  // v[i, j, k]
     return h[std::size_t(k * d1 * d2 + j * d2 + i)];
   };

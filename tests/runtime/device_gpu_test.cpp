@@ -1,11 +1,11 @@
 // Devices on a GPU machine: the calls device_test.cpp expects to fail without one succeed.
 #include <catch2/catch.hpp>
 
-#include "support/test_support.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/memory.hpp"
 #include "kiln/runtime/ndarray.hpp"
+#include "support/test_support.hpp"
 
 using namespace kiln;
 

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "kiln/runtime/dtype.hpp"
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
 
-#include "support/test_support.hpp"
-#include "kiln/runtime/dtype.hpp"
 #include "kiln/runtime/error.hpp"
+#include "support/test_support.hpp"
 
 using namespace kiln;
 
@@ -35,8 +35,7 @@ TEST_CASE("dtype parses NumPy spellings and codes", "[runtime]") {
 }
 
 TEST_CASE("an unknown dtype name raises TypeError naming it", "[runtime]") {
-  KILN_CHECK_THROWS(dtype::from_name("float33"), TypeError,
-                       Catch::Matchers::Contains("'float33'"));
+  KILN_CHECK_THROWS(dtype::from_name("float33"), TypeError, Catch::Matchers::Contains("'float33'"));
 }
 
 TEST_CASE("dtype_of maps host types", "[runtime]") {
@@ -114,9 +113,9 @@ TEST_CASE("half and bf16 convert with round-to-nearest-even", "[runtime]") {
   CHECK(half(1.0f).bits == 0x3c00);
   CHECK(half(-2.0f).bits == 0xc000);
   CHECK(half(65504.0f).bits == 0x7bff);
-  CHECK(half(1e6f).bits == 0x7c00);               // overflow to inf
+  CHECK(half(1e6f).bits == 0x7c00);                                        // overflow to inf
   CHECK(float(half::from_bits(0x0001)) == Approx(5.960464477539063e-08));  // smallest subnormal
-  CHECK(half(1.0f + 1.0f / 2048).bits == 0x3c00);  // tie rounds to even
+  CHECK(half(1.0f + 1.0f / 2048).bits == 0x3c00);                          // tie rounds to even
   CHECK(half(1.0f + 3.0f / 2048).bits == 0x3c02);
   CHECK(bf16(1.0f).bits == 0x3f80);
   CHECK(float(bf16(3.140625f)) == 3.140625f);

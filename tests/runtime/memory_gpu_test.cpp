@@ -1,6 +1,5 @@
 // The stream-ordered memory pool: use, reuse, release, and out-of-memory.
 #include <catch2/catch.hpp>
-
 #include <thread>
 #include <vector>
 

@@ -2,10 +2,10 @@
 // arrays have no buffer, so the tests run without a GPU.
 #include <catch2/catch.hpp>
 
-#include "support/test_support.hpp"
-#include "kiln/runtime/error.hpp"
 #include "kiln/runtime/device.hpp"
+#include "kiln/runtime/error.hpp"
 #include "kiln/runtime/ndarray.hpp"
+#include "support/test_support.hpp"
 
 using namespace kiln;
 
@@ -21,8 +21,8 @@ TEST_CASE("shapes print like NumPy and broadcast", "[runtime]") {
   CHECK(broadcast_shapes({Shape{}, Shape{2, 1, 5}, Shape{7, 1}}) == Shape{2, 7, 5});
   CHECK(broadcast_shapes({Shape{0}, Shape{1}}) == Shape{0});
   KILN_CHECK_THROWS(broadcast_shapes({Shape{2, 3}, Shape{4}}), ShapeError,
-                       Catch::Matchers::Contains("operands could not be broadcast together with "
-                                                 "shapes (2, 3) (4,)"));
+                    Catch::Matchers::Contains("operands could not be broadcast together with "
+                                              "shapes (2, 3) (4,)"));
   CHECK_THROWS_AS(Shape::filled(kMaxNdim + 1, 1), ShapeError);
 }
 
@@ -37,7 +37,8 @@ TEST_CASE("C strides are in bytes and contiguity ignores size-1 axes", "[runtime
   CHECK(meta({}).size() == 1);
   CHECK(meta({}).ndim() == 0);
   CHECK(a.byte_extent() == std::pair<std::int64_t, std::int64_t>{0, 96});
-  CHECK(a(slice(std::nullopt, std::nullopt, -1)).byte_extent() == std::pair<std::int64_t, std::int64_t>{-48, 48});
+  CHECK(a(slice(std::nullopt, std::nullopt, -1)).byte_extent() ==
+        std::pair<std::int64_t, std::int64_t>{-48, 48});
   CHECK(meta({3, 0}).size() == 0);
   CHECK(meta({3, 0}).is_c_contiguous());
 }
@@ -90,7 +91,7 @@ TEST_CASE("integer, newaxis and ellipsis subscripts", "[runtime]") {
   CHECK(z.ndim() == 0);
   CHECK(z.offset() == (1 * 30 + 2 * 6 + 3) * 4);
   KILN_CHECK_THROWS(a(std::int64_t(4)), IndexError,
-                       Catch::Matchers::Contains("index 4 is out of bounds for axis 0 with size 4"));
+                    Catch::Matchers::Contains("index 4 is out of bounds for axis 0 with size 4"));
   CHECK_THROWS_AS(a(0, 0, 0, 0), IndexError);
   CHECK_THROWS_AS(a(ellipsis, ellipsis), IndexError);
 }
@@ -115,7 +116,7 @@ TEST_CASE("reshape_view gives views when strides allow, nullopt otherwise", "[ru
   REQUIRE(split);
   CHECK(split->strides() == Shape{48, 16});
   KILN_CHECK_THROWS(a.reshape_view({5, -1}), ShapeError,
-                       Catch::Matchers::Contains("cannot reshape array of size 24"));
+                    Catch::Matchers::Contains("cannot reshape array of size 24"));
   CHECK_THROWS_AS(a.reshape_view({-1, -1}), ShapeError);
   CHECK(meta({0, 3}).reshape_view({3, 0, 2})->shape() == Shape{3, 0, 2});
   CHECK_THROWS_AS(meta({0, 3}).reshape_view({3, 0, -1}), ShapeError);  // NumPy: -1 is ambiguous
@@ -134,7 +135,7 @@ TEST_CASE("squeeze, expand_dims and broadcast_to", "[runtime]") {
   CHECK(b.shape() == Shape{2, 3, 4});
   CHECK(b.strides() == Shape{0, 4, 0});
   KILN_CHECK_THROWS(meta({3}).broadcast_to({4}), ShapeError,
-                       Catch::Matchers::Contains("(3,)") && Catch::Matchers::Contains("(4,)"));
+                    Catch::Matchers::Contains("(3,)") && Catch::Matchers::Contains("(4,)"));
   CHECK_THROWS_AS(meta({2, 3}).broadcast_to({3}), ShapeError);
 }
 
@@ -147,6 +148,5 @@ TEST_CASE("view reinterprets equal-sized dtypes only", "[runtime]") {
 TEST_CASE("axis normalization names axis and ndim", "[runtime]") {
   CHECK(normalize_axis(-1, 3) == 2);
   KILN_CHECK_THROWS(normalize_axis(3, 3), ValueError,
-                       Catch::Matchers::Contains("axis 3 is out of bounds for array of dimension 3"));
+                    Catch::Matchers::Contains("axis 3 is out of bounds for array of dimension 3"));
 }
-

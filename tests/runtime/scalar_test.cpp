@@ -1,10 +1,10 @@
-#include <catch2/catch.hpp>
+#include "kiln/runtime/scalar.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 
-#include "support/test_support.hpp"
 #include "kiln/runtime/error.hpp"
-#include "kiln/runtime/scalar.hpp"
+#include "support/test_support.hpp"
 
 using namespace kiln;
 
@@ -18,7 +18,7 @@ T stored(const scalar& s, dtype t) {
 TEST_CASE("scalars convert with NumPy assignment rules", "[runtime]") {
   CHECK(stored<float>(scalar(300), float32) == 300.0f);
   CHECK(stored<std::int8_t>(scalar(-128), int8) == -128);
-  CHECK(stored<std::int32_t>(scalar(2.9), int32) == 2);    // truncates toward zero
+  CHECK(stored<std::int32_t>(scalar(2.9), int32) == 2);  // truncates toward zero
   CHECK(stored<std::int32_t>(scalar(-2.9), int32) == -2);
   CHECK(stored<bool>(scalar(0.5), bool_) == true);
   CHECK(stored<double>(scalar(std::complex<double>(3, 4)), float64) == 3.0);  // drops imag
@@ -29,7 +29,7 @@ TEST_CASE("scalars convert with NumPy assignment rules", "[runtime]") {
 
 TEST_CASE("an integer out of range is a ValueError naming value and dtype", "[runtime]") {
   KILN_CHECK_THROWS(stored<std::uint8_t>(scalar(300), uint8), ValueError,
-                       Catch::Matchers::Contains("300") && Catch::Matchers::Contains("uint8"));
+                    Catch::Matchers::Contains("300") && Catch::Matchers::Contains("uint8"));
   CHECK_THROWS_AS(stored<std::uint32_t>(scalar(-1), uint32), ValueError);
   CHECK_THROWS_AS(stored<std::int8_t>(scalar(128), int8), ValueError);
   CHECK_THROWS_AS(stored<std::int64_t>(scalar(std::uint64_t(1) << 63), int64), ValueError);

@@ -1,6 +1,5 @@
 // Streams, stream guards, events, and the per-thread current device and stream.
 #include <catch2/catch.hpp>
-
 #include <thread>
 
 #include "kiln/kiln.hpp"

@@ -1,6 +1,5 @@
 // Host <-> device and device <-> device transfers, for every dtype and view.
 #include <catch2/catch.hpp>
-
 #include <thread>
 
 #include "kiln/kiln.hpp"
@@ -11,8 +10,8 @@ using kiln::test::random_vector;
 
 TEMPLATE_TEST_CASE("every dtype round-trips host -> device -> host", "[runtime][gpu]", bool,
                    std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t,
-                   std::uint16_t, std::uint32_t, std::uint64_t, float, double,
-                   std::complex<float>, std::complex<double>) {
+                   std::uint16_t, std::uint32_t, std::uint64_t, float, double, std::complex<float>,
+                   std::complex<double>) {
   auto h = random_vector<TestType>(1000);
   auto a = asarray(h, Shape{10, 100});
   CHECK(a.dtype() == dtype_of<TestType>());
@@ -34,7 +33,7 @@ TEST_CASE("float16 and bfloat16 round-trip bit-exactly", "[runtime][gpu]") {
 TEST_CASE("get<T> with the wrong T raises TypeError", "[runtime][gpu]") {
   auto a = asarray<float>({1.f, 2.f});
   KILN_CHECK_THROWS(a.get<double>(), TypeError,
-                       Catch::Matchers::Contains("float32") && Catch::Matchers::Contains("float64"));
+                    Catch::Matchers::Contains("float32") && Catch::Matchers::Contains("float64"));
   CHECK_THROWS_AS(asarray<float>({1.f, 2.f, 3.f}, Shape{2, 2}), ShapeError);
 }
 

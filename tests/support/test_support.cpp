@@ -1,8 +1,9 @@
 #include "support/test_support.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace kiln::test {
 
@@ -28,13 +29,17 @@ ScopedEnv::ScopedEnv(const char* name, std::optional<std::string> value) : name_
   const char* old = std::getenv(name);
   had_ = old != nullptr;
   if (had_) old_ = old;
-  if (value) ::setenv(name, value->c_str(), 1);
-  else ::unsetenv(name);
+  if (value)
+    ::setenv(name, value->c_str(), 1);
+  else
+    ::unsetenv(name);
 }
 
 ScopedEnv::~ScopedEnv() {
-  if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
-  else ::unsetenv(name_.c_str());
+  if (had_)
+    ::setenv(name_.c_str(), old_.c_str(), 1);
+  else
+    ::unsetenv(name_.c_str());
 }
 
 }  // namespace kiln::test

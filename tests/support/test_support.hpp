@@ -21,7 +21,7 @@ std::vector<T> random_vector(std::size_t n, double lo = -8, double hi = 8) {
   std::vector<T> v(n);
   for (std::size_t k = 0; k < n; ++k) {  // not range-for: std::vector<bool> has proxies
     double d = u(rng());
-    if (d > -0.5 && d < 0.5) d += d < 0 ? -1 : 1;  // never zero
+    if (d > -0.5 && d < 0.5) d += d < 0 ? -1 : 1;                      // never zero
     if (std::is_integral_v<T> && d > -1 && d < 1) d = d < 0 ? -1 : 1;  // nor truncated to 0
     if constexpr (std::is_same_v<T, bool>)
       v[k] = (rng()() & 1) != 0;

@@ -114,7 +114,9 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   // my_kernel: 3 contiguous widths + 2 strided ndims (float32: one width) + 4 tiled (row
   // tiles; x, y, both transposed) (32-bit only); scale: 2 exact; source: 1.
   REQUIRE(p.reqs.size() == 2 * (9 + 2 + 1));
-  CHECK_THAT(p.run.output, Contains("24 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
+  CHECK_THAT(
+      p.run.output,
+      Contains("24 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
   const kiln::cache::DiskCache disk(p.dir);
   for (const auto& r : p.reqs) CHECK(disk.load(kiln::cache::cache_key(r)).has_value());
   CHECK(valid_entries(p.dir) == p.reqs.size());
@@ -122,7 +124,9 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   // A second run finds them all.
   auto again = run_cli("precompile " + q(p.manifest) + " --arch 80,90 --cache-dir " + q(p.dir));
   CHECK(again.status == 0);
-  CHECK_THAT(again.output, Contains("0 compiled, 0 loaded (compiled by another process), 24 already cached, 0 failed"));
+  CHECK_THAT(
+      again.output,
+      Contains("0 compiled, 0 loaded (compiled by another process), 24 already cached, 0 failed"));
 
   // The library, with compiling forbidden, finds my_kernel's contiguous sm_90 variant.
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", p.dir.string());
@@ -304,9 +308,12 @@ TEST_CASE("kiln-cache precompile reports a kernel that fails with its log, goes 
      "name": "fine", "dtypes": [["float32", "float32"]], "layout": {}}])");
   auto r = run_cli("precompile " + q(manifest) + " --arch 90 --cache-dir " + q(tmp.path() / "c"));
   CHECK(r.status == 1);
-  CHECK_THAT(r.output, Contains("operation(1)") &&
-                           Contains("1 compiled, 0 loaded (compiled by another process), 0 already cached, 1 failed") &&
-                           Contains("failed: broken"));
+  CHECK_THAT(
+      r.output,
+      Contains("operation(1)") &&
+          Contains(
+              "1 compiled, 0 loaded (compiled by another process), 0 already cached, 1 failed") &&
+          Contains("failed: broken"));
   CHECK(valid_entries(tmp.path() / "c") == 1);
 }
 
@@ -339,7 +346,8 @@ TEST_CASE("kiln-cache rejects bad manifests with the file, the place and the ent
       {"[{" + ew + R"(, "dtypes": [["float32", "float32"]]}, {"kind": "reduction", "name": "s"}])",
        "entry 2 (reduction 's'): missing field 'in_params'"},
       {R"([{"kind": "raw", "name": "r"}])", "give exactly one of 'code' and 'file'"},
-      {R"([{"kind": "expression"}])", "kind 'expression' cannot be precompiled from a manifest entry"},
+      {R"([{"kind": "expression"}])",
+       "kind 'expression' cannot be precompiled from a manifest entry"},
       {R"([{"name": "k"}])", "entry 1: no \"kind\""},
       {R"([42])", "entry 1: an entry is a JSON object"},
       {R"({"kernels": [], "kernals": []})", "unknown top-level field 'kernals'"},
@@ -468,7 +476,8 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
         std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
   CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() ==
-        2 * (3 + 4 + 3 * 4));  // every layout variant (float32 strided: one width; tiled: row tiles, x, y or both transposed)
+        2 * (3 + 4 + 3 * 4));  // every layout variant (float32 strided: one width; tiled: row
+                               // tiles, x, y or both transposed)
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);
@@ -486,7 +495,8 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
   // A raw module: one compile keeping both template instantiations.
   const auto fills = kiln::tools::expand_entry(m, m.entries[3], 90);
   REQUIRE(fills.size() == 1);
-  CHECK(fills[0].request.name_expressions == std::vector<std::string>{"fill<float>", "fill<double>"});
+  CHECK(fills[0].request.name_expressions ==
+        std::vector<std::string>{"fill<float>", "fill<double>"});
   CHECK(fills[0].request.kind == "raw");
   // Expression text is not parsed: the line says to record the program instead.
   KILN_CHECK_THROWS(kiln::tools::expand_entry(m, m.entries[4], 90), kiln::tools::ManifestError,
@@ -495,7 +505,8 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
   const auto tm = kiln::tools::parse_manifest(R"({"kiln_manifest": 1, "kernels": [
     {"kind": "elementwise", "in_params": "float32 x, float32 y", "out_params": "float32 z",
      "operation": "z = x + y", "name": "tadd", "dtypes": ["float32", "float32"],
-     "layout": {"layout": "tiled", "ndim": 2, "staged": [0]}}]})", "tiled.json");
+     "layout": {"layout": "tiled", "ndim": 2, "staged": [0]}}]})",
+                                              "tiled.json");
   const auto tiled = kiln::tools::expand_entry(tm, tm.entries[0], 90);
   REQUIRE(tiled.size() == 1);
   CHECK(tiled[0].variant == "tiled staged 0 i32");

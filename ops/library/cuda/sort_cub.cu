@@ -4,10 +4,10 @@
 // unsigned keys (four widths x {keys, pairs with int64 indices} x {DeviceRadixSort,
 // DeviceSegmentedSort}). Built for sm_90 with PTX for newer GPUs; see ops/CMakeLists.txt.
 // Interface: sort_cub.hpp.
-#include "sort_cub.hpp"
-
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
+
+#include "sort_cub.hpp"
 
 namespace kiln::detail {
 namespace {
@@ -94,8 +94,10 @@ __global__ void rotate_negative_nans(const U* out, U* tmp, std::int64_t count, U
       std::int64_t lo = 1, hi = count;
       while (lo < hi) {
         const std::int64_t mid = lo + (hi - lo) / 2;
-        if (negative_nan(out[mid], inf)) lo = mid + 1;
-        else hi = mid;
+        if (negative_nan(out[mid], inf))
+          lo = mid + 1;
+        else
+          hi = mid;
       }
       k = lo;
     }
@@ -109,7 +111,8 @@ __global__ void rotate_negative_nans(const U* out, U* tmp, std::int64_t count, U
 }
 
 template <class U>
-__global__ void copy_back_rotated(const U* tmp, U* out, std::int64_t count, const std::int64_t* lead) {
+__global__ void copy_back_rotated(const U* tmp, U* out, std::int64_t count,
+                                  const std::int64_t* lead) {
   if (*lead == 0) return;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x)
@@ -122,14 +125,20 @@ SortStatus with_native_type(const SortJob& job, F&& f) {
   if (job.kind == sort_key_kind::unsigned_int) return f(U{});
   if constexpr (sizeof(U) >= 4) {
     if (job.kind == sort_key_kind::floating) {
-      if constexpr (sizeof(U) == 4) return f(float{});
-      else return f(double{});
+      if constexpr (sizeof(U) == 4)
+        return f(float{});
+      else
+        return f(double{});
     }
   }
-  if constexpr (sizeof(U) == 1) return f(std::int8_t{});
-  else if constexpr (sizeof(U) == 2) return f(std::int16_t{});
-  else if constexpr (sizeof(U) == 4) return f(std::int32_t{});
-  else return f(std::int64_t{});
+  if constexpr (sizeof(U) == 1)
+    return f(std::int8_t{});
+  else if constexpr (sizeof(U) == 2)
+    return f(std::int16_t{});
+  else if constexpr (sizeof(U) == 4)
+    return f(std::int32_t{});
+  else
+    return f(std::int64_t{});
 }
 
 // Scratch for the native path: [cub temp][rotation buffer when the temp is too small][lead].
@@ -144,8 +153,8 @@ SortStatus native_plan(const SortJob& job, std::size_t& cub_bytes, std::size_t& 
     cub_bytes = align_up(temp);
     const bool floating = job.kind == sort_key_kind::floating;
     const std::size_t row = align_up(std::size_t(job.n) * sizeof(U));
-    total = cub_bytes + (floating && cub_bytes < row ? row - cub_bytes : 0) +
-            (floating ? kAlign : 0);
+    total =
+        cub_bytes + (floating && cub_bytes < row ? row - cub_bytes : 0) + (floating ? kAlign : 0);
     return {e, "cub::DeviceRadixSort::SortKeys"};
   });
 }
@@ -168,9 +177,11 @@ SortStatus native_run(const SortJob& job, void* scratch, std::size_t scratch_byt
     auto* tmp = static_cast<U*>(scratch);
     auto* lead = reinterpret_cast<std::int64_t*>(static_cast<char*>(scratch) + total - kAlign);
     const unsigned grid = grid_for(job.n) < 1056 ? grid_for(job.n) : 1056;
-    rotate_negative_nans<U><<<grid, 256, 0, job.stream>>>(out, tmp, job.n, U(job.float_inf_bits), lead);
+    rotate_negative_nans<U>
+        <<<grid, 256, 0, job.stream>>>(out, tmp, job.n, U(job.float_inf_bits), lead);
     copy_back_rotated<U><<<grid, 256, 0, job.stream>>>(tmp, out, job.n, lead);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "kiln sort NaN fix-up launch"};
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
+      return {e, "kiln sort NaN fix-up launch"};
     return {};
   });
 }
@@ -238,8 +249,9 @@ SortStatus run(const SortJob& job, void* scratch, std::size_t scratch_bytes) {
   U* keys_a = pairs ? reinterpret_cast<U*>(base) : static_cast<U*>(job.out_values);
   U* keys_b = reinterpret_cast<U*>(base + p.keys_a);
   auto* idx_b = reinterpret_cast<std::int64_t*>(base + p.keys_a + p.keys_b);
-  auto* offsets =
-      job.rows > 1 ? reinterpret_cast<std::int64_t*>(base + p.keys_a + p.keys_b + p.idx_b) : nullptr;
+  auto* offsets = job.rows > 1
+                      ? reinterpret_cast<std::int64_t*>(base + p.keys_a + p.keys_b + p.idx_b)
+                      : nullptr;
   void* temp = base + p.keys_a + p.keys_b + p.idx_b + p.offsets;
   std::size_t temp_bytes = p.cub;
 
@@ -248,13 +260,14 @@ SortStatus run(const SortJob& job, void* scratch, std::size_t scratch_bytes) {
   map_to_keys<U><<<grid, 256, 0, job.stream>>>(static_cast<const U*>(job.in), keys_a, count, m);
   if (pairs || offsets)
     fill_indices<<<grid_for(count + 1), 256, 0, job.stream>>>(job.out_indices, count, job.n,
-                                                               offsets, job.rows);
+                                                              offsets, job.rows);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "kiln sort key map launch"};
 
   cub::DoubleBuffer<U> keys(keys_a, keys_b);
   cub::DoubleBuffer<std::int64_t> idx(job.out_indices, idx_b);
   const char* call = "";
-  if (cudaError_t e = cub_call<U>(job, temp, temp_bytes, keys, idx, offsets, call); e != cudaSuccess)
+  if (cudaError_t e = cub_call<U>(job, temp, temp_bytes, keys, idx, offsets, call);
+      e != cudaSuccess)
     return {e, call};
   if (pairs) {
     if (idx.Current() != job.out_indices) {
@@ -263,9 +276,10 @@ SortStatus run(const SortJob& job, void* scratch, std::size_t scratch_bytes) {
       if (e != cudaSuccess) return {e, "cudaMemcpyAsync (argsort indices)"};
     }
   } else {
-    map_from_keys<U><<<grid, 256, 0, job.stream>>>(keys.Current(), static_cast<U*>(job.out_values),
-                                                   count, m);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "kiln sort key unmap launch"};
+    map_from_keys<U>
+        <<<grid, 256, 0, job.stream>>>(keys.Current(), static_cast<U*>(job.out_values), count, m);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
+      return {e, "kiln sort key unmap launch"};
   }
   return {};
 }
@@ -273,11 +287,16 @@ SortStatus run(const SortJob& job, void* scratch, std::size_t scratch_bytes) {
 template <class F>
 SortStatus by_width(int bytes, F&& f) {
   switch (bytes) {
-    case 1: return f(std::uint8_t{});
-    case 2: return f(std::uint16_t{});
-    case 4: return f(std::uint32_t{});
-    case 8: return f(std::uint64_t{});
-    default: return {cudaErrorInvalidValue, "kiln sort key width"};
+    case 1:
+      return f(std::uint8_t{});
+    case 2:
+      return f(std::uint16_t{});
+    case 4:
+      return f(std::uint32_t{});
+    case 8:
+      return f(std::uint64_t{});
+    default:
+      return {cudaErrorInvalidValue, "kiln sort key width"};
   }
 }
 
@@ -298,12 +317,11 @@ SortStatus cub_sort_scratch_bytes(const SortJob& job, std::size_t& bytes) {
 }
 
 SortStatus cub_sort(const SortJob& job, void* scratch, std::size_t scratch_bytes) {
-  return by_width(job.key_bytes,
-                  [&](auto u) {
-                    using U = decltype(u);
-                    return native_path(job) ? native_run<U>(job, scratch, scratch_bytes)
-                                            : run<U>(job, scratch, scratch_bytes);
-                  });
+  return by_width(job.key_bytes, [&](auto u) {
+    using U = decltype(u);
+    return native_path(job) ? native_run<U>(job, scratch, scratch_bytes)
+                            : run<U>(job, scratch, scratch_bytes);
+  });
 }
 
 }  // namespace kiln::detail

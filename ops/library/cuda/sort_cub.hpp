@@ -9,10 +9,10 @@
 // key, so NaNs come last as in NumPy and argsort stays stable among them) and mapped back
 // after. Rows are contiguous and of equal length `n`; `rows > 1` uses cub::DeviceSegmentedSort,
 // `rows == 1` cub::DeviceRadixSort.
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 namespace kiln::detail {
 
@@ -24,11 +24,11 @@ inline constexpr std::int64_t kMaxCapturedSortRows = 300;
 enum class sort_key_kind : std::uint8_t { unsigned_int, signed_int, floating };
 
 struct SortJob {
-  const void* in = nullptr;          // rows * n elements, C-contiguous
-  void* out_values = nullptr;        // sorted elements (sort), or nullptr
+  const void* in = nullptr;             // rows * n elements, C-contiguous
+  void* out_values = nullptr;           // sorted elements (sort), or nullptr
   std::int64_t* out_indices = nullptr;  // argsort result (row-local indices), or nullptr
   std::int64_t rows = 1, n = 0;
-  int key_bytes = 4;                 // 1, 2, 4 or 8
+  int key_bytes = 4;  // 1, 2, 4 or 8
   sort_key_kind kind = sort_key_kind::floating;
   std::uint64_t float_inf_bits = 0;  // floating: +inf's bit pattern (tells NaNs apart)
   cudaStream_t stream = nullptr;

@@ -6,12 +6,24 @@
 // Device helpers every built-in shares: the accumulation type (16-bit floats accumulate in
 // float), NaN tests for any type, and the reduce types of argmin/argmax, mean of non-NaN
 // values, and the moments of var/std (shifted sums merged with Chan's formula).
-template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float> struct kiln_acc_of { typedef kiln_V type; };
-template <class kiln_V> struct kiln_acc_of<kiln_V, true> { typedef float type; };
-template <class kiln_V> __device__ __forceinline__ bool kiln_rnan(const kiln_V& kiln_v) { return !(kiln_v == kiln_v); }
+template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float>
+struct kiln_acc_of {
+  typedef kiln_V type;
+};
+template <class kiln_V>
+struct kiln_acc_of<kiln_V, true> {
+  typedef float type;
+};
+template <class kiln_V>
+__device__ __forceinline__ bool kiln_rnan(const kiln_V& kiln_v) {
+  return !(kiln_v == kiln_v);
+}
 typedef typename kiln_acc_of<U>::type kiln_R;
 typedef typename kiln_acc_of<T>::type kiln_RT;
-struct kiln_arg { kiln_RT v; long long i; };
+struct kiln_arg {
+  kiln_RT v;
+  long long i;
+};
 template <bool kiln_max>
 __device__ __forceinline__ kiln_arg kiln_arg_pick(const kiln_arg& kiln_a, const kiln_arg& kiln_b) {
   const bool kiln_an = kiln_rnan(kiln_a.v), kiln_bn = kiln_rnan(kiln_b.v);
@@ -22,7 +34,10 @@ __device__ __forceinline__ kiln_arg kiln_arg_pick(const kiln_arg& kiln_a, const 
   const bool kiln_better = kiln_max ? kiln_b.v > kiln_a.v : kiln_b.v < kiln_a.v;
   return (kiln_better || (kiln_b.v == kiln_a.v && kiln_b.i < kiln_a.i)) ? kiln_b : kiln_a;
 }
-struct kiln_sn { kiln_R s; long long n; };
+struct kiln_sn {
+  kiln_R s;
+  long long n;
+};
 // One-pass moments (var, std, var_mean, std_mean). Each thread sums its elements shifted by
 // the first one it saw (k): s1 = sum(x - k), s2 = sum((x - k)^2), so an element costs a
 // subtract, two adds and a multiply-add, no division and no branch. States of several
@@ -31,11 +46,16 @@ struct kiln_sn { kiln_R s; long long n; };
 // variance is as accurate as the two-pass formula however far the data sit from zero. The
 // mean output is the plain sum over n (NumPy's: an inf among the data gives inf).
 // Templates over the state, so a complex kernel sharing this section never instantiates them.
-struct kiln_moments { kiln_R k, s1, s2, sum; long long n; };
+struct kiln_moments {
+  kiln_R k, s1, s2, sum;
+  long long n;
+};
 template <class kiln_F>
 __device__ __forceinline__ kiln_F kiln_moments_div(kiln_F kiln_a, kiln_F kiln_b) {
-  if constexpr (kiln_same<kiln_F, float>::value) return __fdividef(kiln_a, kiln_b);  // counts: 2 ulp is plenty
-  else return kiln_a / kiln_b;
+  if constexpr (kiln_same<kiln_F, float>::value)
+    return __fdividef(kiln_a, kiln_b);  // counts: 2 ulp is plenty
+  else
+    return kiln_a / kiln_b;
 }
 template <class kiln_S>
 __device__ __forceinline__ kiln_S kiln_moments_merge(const kiln_S& kiln_a, const kiln_S& kiln_b) {
@@ -43,19 +63,21 @@ __device__ __forceinline__ kiln_S kiln_moments_merge(const kiln_S& kiln_a, const
   if (kiln_b.n == 1) {  // one element (the map's): a shifted add; the first one becomes the shift
     const kiln_F kiln_k = kiln_a.n == 0 ? kiln_b.k : kiln_a.k;
     const kiln_F kiln_d = kiln_b.k - kiln_k;
-    return kiln_S{kiln_k, kiln_a.s1 + kiln_d, kiln_a.s2 + kiln_d * kiln_d, kiln_a.sum + kiln_b.sum, kiln_a.n + 1};
+    return kiln_S{kiln_k, kiln_a.s1 + kiln_d, kiln_a.s2 + kiln_d * kiln_d, kiln_a.sum + kiln_b.sum,
+                  kiln_a.n + 1};
   }
   if (kiln_a.n == 0) return kiln_b;
   if (kiln_b.n == 0) return kiln_a;
   const kiln_F kiln_na = kiln_F(kiln_a.n), kiln_nb = kiln_F(kiln_b.n), kiln_n = kiln_na + kiln_nb;
-  const kiln_F kiln_da = kiln_moments_div(kiln_a.s1, kiln_na), kiln_db = kiln_moments_div(kiln_b.s1, kiln_nb);
+  const kiln_F kiln_da = kiln_moments_div(kiln_a.s1, kiln_na),
+               kiln_db = kiln_moments_div(kiln_b.s1, kiln_nb);
   const kiln_F kiln_d = (kiln_b.k - kiln_a.k) + (kiln_db - kiln_da);  // mean(b) - mean(a)
   const kiln_F kiln_f = kiln_moments_div(kiln_nb, kiln_n);
   const kiln_F kiln_delta = kiln_da + kiln_d * kiln_f;  // new mean - a.k
   const kiln_F kiln_m2 = (kiln_a.s2 - kiln_a.s1 * kiln_da) + (kiln_b.s2 - kiln_b.s1 * kiln_db) +
                          kiln_d * kiln_d * kiln_na * kiln_f;
-  return kiln_S{kiln_a.k, kiln_n * kiln_delta, kiln_m2 + kiln_n * kiln_delta * kiln_delta, kiln_a.sum + kiln_b.sum,
-                kiln_a.n + kiln_b.n};
+  return kiln_S{kiln_a.k, kiln_n * kiln_delta, kiln_m2 + kiln_n * kiln_delta * kiln_delta,
+                kiln_a.sum + kiln_b.sum, kiln_a.n + kiln_b.n};
 }
 template <class kiln_S>
 __device__ __forceinline__ auto kiln_moments_mean(const kiln_S& kiln_a) {
@@ -73,14 +95,30 @@ __device__ __forceinline__ auto kiln_moments_var(const kiln_S& kiln_a, long long
 }
 // kiln-section norms
 // |x| and |x|^2 for every type; 16-bit floats go through float.
-template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float> struct kiln_real_of { typedef kiln_V type; };
-template <class kiln_V> struct kiln_real_of<kiln_V, true> { typedef float type; };
+template <class kiln_V, bool kiln_low = kiln_traits<kiln_V>::is_low_float>
+struct kiln_real_of {
+  typedef kiln_V type;
+};
+template <class kiln_V>
+struct kiln_real_of<kiln_V, true> {
+  typedef float type;
+};
 typedef typename kiln_real_of<U>::type kiln_R;
-template <class kiln_V> __device__ __forceinline__ kiln_R kiln_nabs(const kiln_V& kiln_v) {
-  if constexpr (kiln_traits<kiln_V>::is_complex) return kiln_R(abs(kiln_v));
-  else { const kiln_R kiln_r = kiln_cast<kiln_R>(kiln_v); return kiln_r < kiln_R(0) ? -kiln_r : kiln_r; }
+template <class kiln_V>
+__device__ __forceinline__ kiln_R kiln_nabs(const kiln_V& kiln_v) {
+  if constexpr (kiln_traits<kiln_V>::is_complex)
+    return kiln_R(abs(kiln_v));
+  else {
+    const kiln_R kiln_r = kiln_cast<kiln_R>(kiln_v);
+    return kiln_r < kiln_R(0) ? -kiln_r : kiln_r;
+  }
 }
-template <class kiln_V> __device__ __forceinline__ kiln_R kiln_nabs2(const kiln_V& kiln_v) {
-  if constexpr (kiln_traits<kiln_V>::is_complex) return kiln_R(norm(kiln_v));
-  else { const kiln_R kiln_r = kiln_cast<kiln_R>(kiln_v); return kiln_r * kiln_r; }
+template <class kiln_V>
+__device__ __forceinline__ kiln_R kiln_nabs2(const kiln_V& kiln_v) {
+  if constexpr (kiln_traits<kiln_V>::is_complex)
+    return kiln_R(norm(kiln_v));
+  else {
+    const kiln_R kiln_r = kiln_cast<kiln_R>(kiln_v);
+    return kiln_r * kiln_r;
+  }
 }

@@ -10,8 +10,8 @@ namespace {
 
 struct Row {
   builtin id;
-  reduction_code code;   // preamble: set from `section` when the table is made
-  const char* section;   // of device/builtin_reductions.cuh
+  reduction_code code;  // preamble: set from `section` when the table is made
+  const char* section;  // of device/builtin_reductions.cuh
 };
 
 // Rows over one element `x` of placeholder type T into `U y` (reduction_code: name, in, map,

@@ -1,11 +1,11 @@
 #include "kiln/library/creation.hpp"
-#include "kiln/library/copying.hpp"
-
-#include <cmath>
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "kiln/engine/elementwise_builtins.hpp"
+#include "kiln/library/copying.hpp"
 
 namespace kiln {
 namespace {
@@ -57,7 +57,8 @@ ndarray arange(const scalar& start, const scalar& stop, const scalar& step,
 
 ndarray linspace(double start, double stop, std::int64_t num, bool endpoint,
                  std::optional<dtype> t) {
-  if (num < 0) throw ValueError(fmt::format("linspace: number of samples, {}, must be non-negative", num));
+  if (num < 0)
+    throw ValueError(fmt::format("linspace: number of samples, {}, must be non-negative", num));
   ndarray out = empty({num}, t.value_or(float64));
   if (num == 0) return out;
   std::int64_t div = endpoint ? num - 1 : num;

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "kiln/runtime/error.hpp"
 #include "kiln/library/copying.hpp"
+#include "kiln/runtime/error.hpp"
 
 namespace kiln {
 namespace detail {
@@ -12,11 +12,16 @@ namespace detail {
 DLDataType to_dl_dtype(dtype t) {
   const auto bits = std::uint8_t(t.itemsize() * 8);
   switch (t.kind()) {
-    case 'b': return {kDLBoolCode, 8, 1};
-    case 'i': return {kDLInt, bits, 1};
-    case 'u': return {kDLUInt, bits, 1};
-    case 'c': return {kDLComplex, bits, 1};
-    default: return {std::uint8_t(t == bfloat16 ? kDLBfloat : kDLFloat), bits, 1};
+    case 'b':
+      return {kDLBoolCode, 8, 1};
+    case 'i':
+      return {kDLInt, bits, 1};
+    case 'u':
+      return {kDLUInt, bits, 1};
+    case 'c':
+      return {kDLComplex, bits, 1};
+    default:
+      return {std::uint8_t(t == bfloat16 ? kDLBfloat : kDLFloat), bits, 1};
   }
 }
 
@@ -31,25 +36,36 @@ dtype from_dl_dtype(DLDataType t) {
   switch (t.code) {
     case kDLInt:
       switch (t.bits) {
-        case 8: return int8;
-        case 16: return int16;
-        case 32: return int32;
-        case 64: return int64;
+        case 8:
+          return int8;
+        case 16:
+          return int16;
+        case 32:
+          return int32;
+        case 64:
+          return int64;
       }
       break;
     case kDLUInt:
       switch (t.bits) {
-        case 8: return uint8;
-        case 16: return uint16;
-        case 32: return uint32;
-        case 64: return uint64;
+        case 8:
+          return uint8;
+        case 16:
+          return uint16;
+        case 32:
+          return uint32;
+        case 64:
+          return uint64;
       }
       break;
     case kDLFloat:
       switch (t.bits) {
-        case 16: return float16;
-        case 32: return float32;
-        case 64: return float64;
+        case 16:
+          return float16;
+        case 32:
+          return float32;
+        case 64:
+          return float64;
       }
       break;
     case kDLBfloat:
@@ -105,7 +121,9 @@ DLManagedTensor* to_dlpack(const ndarray& a_in) {
   t.strides = e->strides;
   t.byte_offset = 0;
   e->managed.manager_ctx = e;
-  e->managed.deleter = [](DLManagedTensor* self) { delete static_cast<Export*>(self->manager_ctx); };
+  e->managed.deleter = [](DLManagedTensor* self) {
+    delete static_cast<Export*>(self->manager_ctx);
+  };
   return &e->managed;
 }
 
@@ -127,13 +145,14 @@ ndarray from_dlpack(DLManagedTensor* m) {
           "device memory (kDLCUDA = 2) or managed memory (kDLCUDAManaged = 13)",
           int(t.device.device_type)));
     if (t.ndim < 0 || t.ndim > kMaxNdim)
-      throw ShapeError(fmt::format("from_dlpack: {} dimensions (kiln takes 0 to {})", t.ndim,
-                                   kMaxNdim));
+      throw ShapeError(
+          fmt::format("from_dlpack: {} dimensions (kiln takes 0 to {})", t.ndim, kMaxNdim));
     dt = detail::from_dl_dtype(t.dtype);
     const auto isz = std::int64_t(dt.itemsize());
     for (int d = 0; d < t.ndim; ++d) {
       if (t.shape[d] < 0)
-        throw ValueError(fmt::format("from_dlpack: negative dimension {} at axis {}", t.shape[d], d));
+        throw ValueError(
+            fmt::format("from_dlpack: negative dimension {} at axis {}", t.shape[d], d));
       shape.push_back(t.shape[d]);
     }
     if (t.strides) {

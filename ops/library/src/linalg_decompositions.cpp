@@ -1,13 +1,13 @@
 // kiln::linalg::svd / qr / eigh on cuSOLVER. A C-contiguous (row-major) m x n matrix is, read
 // column-major, its transpose: each routine below is applied to whichever orientation needs the
 // fewest copies, and results are turned back into row-major arrays.
-#include <vector>
-
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "kiln/engine/elementwise_kernel.hpp"
-#include "kiln/library/linalg.hpp"
 #include "kiln/library/copying.hpp"
+#include "kiln/library/linalg.hpp"
 #include "linalg_handles.hpp"
 
 namespace kiln::linalg {
@@ -37,20 +37,22 @@ qr_shapes qr_shape(const Shape& a) {
 namespace {
 
 // Typed cuSOLVER entry points for float and double.
-template <class T> struct Solver;
-#define KILN_SOLVER_TRAITS(T, P)                                                                 \
-  template <> struct Solver<T> {                                                                 \
+template <class T>
+struct Solver;
+#define KILN_SOLVER_TRAITS(T, P)                                                                  \
+  template <>                                                                                     \
+  struct Solver<T> {                                                                              \
     static constexpr cudaDataType cuda_type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F; \
-    static auto gesvd_buffer(cusolverDnHandle_t h, int m, int n, int* lw) {                      \
-      return cusolverDn##P##gesvd_bufferSize(h, m, n, lw);                                       \
-    }                                                                                            \
-    static constexpr auto gesvd = cusolverDn##P##gesvd;                                          \
-    static constexpr auto geqrf_buffer = cusolverDn##P##geqrf_bufferSize;                        \
-    static constexpr auto geqrf = cusolverDn##P##geqrf;                                          \
-    static constexpr auto orgqr_buffer = cusolverDn##P##orgqr_bufferSize;                        \
-    static constexpr auto orgqr = cusolverDn##P##orgqr;                                          \
-    static constexpr auto syevd_buffer = cusolverDn##P##syevd_bufferSize;                        \
-    static constexpr auto syevd = cusolverDn##P##syevd;                                          \
+    static auto gesvd_buffer(cusolverDnHandle_t h, int m, int n, int* lw) {                       \
+      return cusolverDn##P##gesvd_bufferSize(h, m, n, lw);                                        \
+    }                                                                                             \
+    static constexpr auto gesvd = cusolverDn##P##gesvd;                                           \
+    static constexpr auto geqrf_buffer = cusolverDn##P##geqrf_bufferSize;                         \
+    static constexpr auto geqrf = cusolverDn##P##geqrf;                                           \
+    static constexpr auto orgqr_buffer = cusolverDn##P##orgqr_bufferSize;                         \
+    static constexpr auto orgqr = cusolverDn##P##orgqr;                                           \
+    static constexpr auto syevd_buffer = cusolverDn##P##syevd_bufferSize;                         \
+    static constexpr auto syevd = cusolverDn##P##syevd;                                           \
   };
 KILN_SOLVER_TRAITS(float, S)
 KILN_SOLVER_TRAITS(double, D)
@@ -89,13 +91,12 @@ svd_result svd_wide(const ndarray& a, bool full, bool uv, svd_method method) {
     std::vector<char> host(host_bytes ? host_bytes : 1);
     double err_sigma = 0;
     KILN_CUSOLVER(cusolverDnXgesvdp(h, detail::solver_params(), jobz, 1, I(rows), I(cols), dt,
-                                    work.data(), I(rows), dt, s.data(), dt, u1e.data(), I(rows),
-                                    dt, v1e.data(), I(cols), dt, dev.data(), dev_bytes,
-                                    host.data(), host_bytes, static_cast<int*>(info.data()),
-                                    &err_sigma));
+                                    work.data(), I(rows), dt, s.data(), dt, u1e.data(), I(rows), dt,
+                                    v1e.data(), I(cols), dt, dev.data(), dev_bytes, host.data(),
+                                    host_bytes, static_cast<int*>(info.data()), &err_sigma));
     if (read_info(info)[0] != 0)
-      throw LinAlgError(fmt::format("linalg.svd: cusolverDnXgesvdp failed (info {})",
-                                    read_info(info)[0]));
+      throw LinAlgError(
+          fmt::format("linalg.svd: cusolverDnXgesvdp failed (info {})", read_info(info)[0]));
     if (!uv) return {ndarray(), s, ndarray()};
     return {leading_view(v1e, {k, k}).T().copy(), s, leading_view(u1e, {k, n})};
   }
@@ -115,7 +116,8 @@ svd_result svd_wide(const ndarray& a, bool full, bool uv, svd_method method) {
   });
   if (const int i = read_info(info)[0]; i != 0)
     throw LinAlgError(i > 0 ? fmt::format("linalg.svd: SVD did not converge ({} superdiagonals "
-                                          "left)", i)
+                                          "left)",
+                                          i)
                             : fmt::format("linalg.svd: cuSOLVER rejected argument {}", -i));
   if (!uv) return {ndarray(), s, ndarray()};
   ndarray vh = full ? leading_view(u1, {n, n}) : leading_view(u1, {k, n});
@@ -177,10 +179,11 @@ qr_result qr(const ndarray& a_in) {
                            static_cast<int*>(info.data())));
   });
   // r[i][j] = A_col(i, j) = buffer[j * m + i] for i <= j, else 0.
-  static const ElementwiseKernel& upper = *new ElementwiseKernel("raw T a, int64 m, int64 n", "T r",
-                                       "const long long row = i / n, col = i % n;"
-                                       "r = row <= col ? a[col * m + row] : T(0)",
-                                       "kiln_qr_upper");
+  static const ElementwiseKernel& upper =
+      *new ElementwiseKernel("raw T a, int64 m, int64 n", "T r",
+                             "const long long row = i / n, col = i % n;"
+                             "r = row <= col ? a[col * m + row] : T(0)",
+                             "kiln_qr_upper");
   upper(work, m, n, r);
   with_type(t, [&]<class T>(T) {
     using S = Solver<T>;
@@ -194,8 +197,8 @@ qr_result qr(const ndarray& a_in) {
   });
   auto codes = read_info(info);
   if (codes[0] != 0 || codes[1] != 0)
-    throw LinAlgError(fmt::format("linalg.qr: cuSOLVER rejected an argument (info {}, {})",
-                                  codes[0], codes[1]));
+    throw LinAlgError(
+        fmt::format("linalg.qr: cuSOLVER rejected an argument (info {}, {})", codes[0], codes[1]));
   // Q column-major (m x k) is the row-major (k x m) Q^T.
   return {leading_view(work, {k, m}).T().copy(), r};
 }

@@ -1,9 +1,9 @@
 // cuBLAS / cuSOLVER handles and status translation for kiln::linalg.
 #include "linalg_handles.hpp"
 
-#include <map>
-
 #include <fmt/format.h>
+
+#include <map>
 
 #include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/library/linalg.hpp"
@@ -17,16 +17,24 @@ namespace {
 
 const char* solver_status_name(cusolverStatus_t s) {
   switch (s) {
-    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED";
-    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED";
-    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE";
-    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH";
-    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED";
-    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR";
-    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_NOT_INITIALIZED:
+      return "CUSOLVER_STATUS_NOT_INITIALIZED";
+    case CUSOLVER_STATUS_ALLOC_FAILED:
+      return "CUSOLVER_STATUS_ALLOC_FAILED";
+    case CUSOLVER_STATUS_INVALID_VALUE:
+      return "CUSOLVER_STATUS_INVALID_VALUE";
+    case CUSOLVER_STATUS_ARCH_MISMATCH:
+      return "CUSOLVER_STATUS_ARCH_MISMATCH";
+    case CUSOLVER_STATUS_EXECUTION_FAILED:
+      return "CUSOLVER_STATUS_EXECUTION_FAILED";
+    case CUSOLVER_STATUS_INTERNAL_ERROR:
+      return "CUSOLVER_STATUS_INTERNAL_ERROR";
+    case CUSOLVER_STATUS_NOT_SUPPORTED:
+      return "CUSOLVER_STATUS_NOT_SUPPORTED";
     case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED:
       return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
-    default: return "unknown cuSOLVER status";
+    default:
+      return "unknown cuSOLVER status";
   }
 }
 
@@ -132,15 +140,15 @@ void require_matrix(const char* op, const ndarray& a, bool square) {
         a.ndim() > 2 ? " (stacks of matrices are not supported yet; loop over the first axes)"
                      : ""));
   if (square && a.shape()[0] != a.shape()[1])
-    throw ShapeError(fmt::format("linalg.{}: the matrix must be square, got shape {}", op,
-                                 a.shape().str()));
+    throw ShapeError(
+        fmt::format("linalg.{}: the matrix must be square, got shape {}", op, a.shape().str()));
 }
 
 ndarray eye(std::int64_t n, dtype t) {
   ndarray out({n, n}, t);
   if (n == 0) return out;
-  static const ElementwiseKernel& k = *new ElementwiseKernel("int64 n", "T z", "z = (i / n == i % n) ? T(1) : T(0)",
-                                   "kiln_eye");
+  static const ElementwiseKernel& k =
+      *new ElementwiseKernel("int64 n", "T z", "z = (i / n == i % n) ? T(1) : T(0)", "kiln_eye");
   k(n, out);
   return out;
 }

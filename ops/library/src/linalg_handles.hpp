@@ -2,10 +2,10 @@
 // Internal: cuBLAS / cuSOLVER handles per device and host thread (made on first use, set to the
 // current stream on every call), library status codes turned into kiln exceptions, and the
 // layout helpers the linalg files share.
-#include <cstdint>
-
 #include <cublas_v2.h>
 #include <cusolverDn.h>
+
+#include <cstdint>
 
 #include "kiln/runtime/ndarray.hpp"
 

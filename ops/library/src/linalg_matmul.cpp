@@ -1,12 +1,12 @@
 // kiln::linalg::matmul / dot on cuBLAS (cublasGemmStridedBatchedEx). Row-major C = A @ B is
 // computed as the column-major product C^T = B^T A^T, so C-contiguous operands need no
 // transpose, and transposed (F-ordered) operands are passed with CUBLAS_OP_T instead of copied.
-#include <climits>
-
 #include <fmt/format.h>
 
-#include "kiln/library/linalg.hpp"
+#include <climits>
+
 #include "kiln/library/copying.hpp"
+#include "kiln/library/linalg.hpp"
 #include "linalg_handles.hpp"
 
 namespace kiln::linalg {
@@ -30,9 +30,9 @@ Shape matmul_shape(const Shape& a, const Shape& b) {
   try {
     out = broadcast_shapes({ba, bb});
   } catch (const ShapeError&) {
-    throw ShapeError(fmt::format(
-        "matmul: the batch axes of shapes {} and {} do not broadcast ({} vs {})", a.str(),
-        b.str(), ba.str(), bb.str()));
+    throw ShapeError(
+        fmt::format("matmul: the batch axes of shapes {} and {} do not broadcast ({} vs {})",
+                    a.str(), b.str(), ba.str(), bb.str()));
   }
   if (a.size() > 1) out.push_back(am[am.size() - 2]);
   if (b.size() > 1) out.push_back(bm[bm.size() - 1]);
@@ -102,13 +102,14 @@ ndarray matmul(const ndarray& a_in, const ndarray& b_in, const matmul_options& o
   if (t != float32 && t != float64)
     throw TypeError(fmt::format(
         "matmul: operands {} and {} promote to {}; kiln's matmul supports float32 and float64 "
-        "(cast with astype first)", a_in.dtype().name(), b_in.dtype().name(), t.name()));
+        "(cast with astype first)",
+        a_in.dtype().name(), b_in.dtype().name(), t.name()));
   ndarray a = a_in.ndim() == 1 ? a_in.expand_dims(0) : a_in;
   ndarray b = b_in.ndim() == 1 ? b_in.expand_dims(1) : b_in;
   const std::int64_t m = a.shape()[a.ndim() - 2], k = a.shape()[a.ndim() - 1],
                      n = b.shape()[b.ndim() - 1];
-  Shape batch(std::span<const std::int64_t>(out_shape.begin(),
-                                            out_shape.size() - (a_in.ndim() > 1) - (b_in.ndim() > 1)));
+  Shape batch(std::span<const std::int64_t>(
+      out_shape.begin(), out_shape.size() - (a_in.ndim() > 1) - (b_in.ndim() > 1)));
   const std::int64_t batch_count = shape_size(batch);
   if (batch_count > INT_MAX || m > INT_MAX || n > INT_MAX || k > INT_MAX)
     throw ValueError(fmt::format("matmul: sizes past 2^31-1 are not supported (shapes {} and {})",
@@ -130,7 +131,7 @@ ndarray matmul(const ndarray& a_in, const ndarray& b_in, const matmul_options& o
 
   cublasHandle_t h = detail::blas_handle();
   const cudaDataType dt = t == float32 ? CUDA_R_32F : CUDA_R_64F;
-  const cublasComputeType_t ct = t == float64            ? CUBLAS_COMPUTE_64F
+  const cublasComputeType_t ct = t == float64         ? CUBLAS_COMPUTE_64F
                                  : options.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                       : CUBLAS_COMPUTE_32F;
   const float one_f = 1, zero_f = 0;
@@ -138,10 +139,10 @@ ndarray matmul(const ndarray& a_in, const ndarray& b_in, const matmul_options& o
   const void* alpha = t == float32 ? static_cast<const void*>(&one_f) : &one_d;
   const void* beta = t == float32 ? static_cast<const void*>(&zero_f) : &zero_d;
   // Column-major: C^T (n x m) = op(B) (n x k) * op(A) (k x m).
-  KILN_CUBLAS(cublasGemmStridedBatchedEx(
-      h, ob.op, oa.op, int(n), int(m), int(k), alpha, ob.ptr, dt, int(ob.ld), ob.batch_stride,
-      oa.ptr, dt, int(oa.ld), oa.batch_stride, beta, c.data(), dt, int(n), m * n, int(batch_count),
-      ct, CUBLAS_GEMM_DEFAULT));
+  KILN_CUBLAS(cublasGemmStridedBatchedEx(h, ob.op, oa.op, int(n), int(m), int(k), alpha, ob.ptr, dt,
+                                         int(ob.ld), ob.batch_stride, oa.ptr, dt, int(oa.ld),
+                                         oa.batch_stride, beta, c.data(), dt, int(n), m * n,
+                                         int(batch_count), ct, CUBLAS_GEMM_DEFAULT));
   return c.reshape(out_shape);
 }
 

@@ -1,13 +1,13 @@
 #include "kiln/library/linalg_norm.hpp"
-#include "kiln/library/copying.hpp"
-#include "kiln/library/reductions.hpp"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <type_traits>
 
-#include <fmt/format.h>
-
 #include "builtin_reductions.hpp"
+#include "kiln/library/copying.hpp"
+#include "kiln/library/reductions.hpp"
 #include "kiln/runtime/error.hpp"
 
 namespace kiln::linalg {
@@ -46,14 +46,25 @@ ndarray run(const A& x, std::optional<double> ord, bool fro, axes axis, bool kee
       const ndarray m = o > 0 ? max(sums, axes{across}, true) : min(sums, axes{across}, true);
       return keepdims ? m : reshape(m, reduced_shape(x.shape(), mask, false));
     }
-    if (matrix && o != 2) throw ValueError(fmt::format("norm: matrix norm ord={} is not supported (none, \"fro\", 1, -1, inf, -inf)", o));
-    if (matrix && o == 2) throw ValueError("norm: the matrix 2-norm (largest singular value) is not supported; use ord none or \"fro\"");
-    if (o == 2) k = builtin::norm2;
-    else if (o == 1) k = builtin::norm1;
-    else if (o == INFINITY) k = builtin::norm_inf;
-    else if (o == -INFINITY) k = builtin::norm_minus_inf;
-    else if (o == 0) k = builtin::norm0;
-    else throw ValueError(fmt::format("norm: ord={} is not supported (none, 0, 1, 2, inf, -inf)", o));
+    if (matrix && o != 2)
+      throw ValueError(fmt::format(
+          "norm: matrix norm ord={} is not supported (none, \"fro\", 1, -1, inf, -inf)", o));
+    if (matrix && o == 2)
+      throw ValueError(
+          "norm: the matrix 2-norm (largest singular value) is not supported; use ord none or "
+          "\"fro\"");
+    if (o == 2)
+      k = builtin::norm2;
+    else if (o == 1)
+      k = builtin::norm1;
+    else if (o == INFINITY)
+      k = builtin::norm_inf;
+    else if (o == -INFINITY)
+      k = builtin::norm_minus_inf;
+    else if (o == 0)
+      k = builtin::norm0;
+    else
+      throw ValueError(fmt::format("norm: ord={} is not supported (none, 0, 1, 2, inf, -inf)", o));
   }
   const Shape shape = reduced_shape(x.shape(), mask, keepdims);
   if (k == builtin::norm_minus_inf && x.size() == 0 && shape_size(shape) > 0)

@@ -4,8 +4,8 @@
 // singular here too (factoring A^T instead rounds differently).
 #include <fmt/format.h>
 
-#include "kiln/library/linalg.hpp"
 #include "kiln/library/copying.hpp"
+#include "kiln/library/linalg.hpp"
 #include "linalg_handles.hpp"
 
 namespace kiln::linalg {
@@ -14,12 +14,14 @@ using detail::with_type;
 
 namespace {
 
-template <class T> struct Lu;
-#define KILN_LU_TRAITS(T, P)                                     \
-  template <> struct Lu<T> {                                     \
+template <class T>
+struct Lu;
+#define KILN_LU_TRAITS(T, P)                                              \
+  template <>                                                             \
+  struct Lu<T> {                                                          \
     static constexpr auto getrf_buffer = cusolverDn##P##getrf_bufferSize; \
-    static constexpr auto getrf = cusolverDn##P##getrf;          \
-    static constexpr auto getrs = cusolverDn##P##getrs;          \
+    static constexpr auto getrf = cusolverDn##P##getrf;                   \
+    static constexpr auto getrs = cusolverDn##P##getrs;                   \
   };
 KILN_LU_TRAITS(float, S)
 KILN_LU_TRAITS(double, D)
@@ -72,13 +74,13 @@ ndarray solve(const ndarray& a, const ndarray& b) {
   if (!b.defined()) throw ValueError("linalg.solve: b is empty (no buffer)");
   const std::int64_t n = a.shape()[0];
   if ((b.ndim() != 1 && b.ndim() != 2) || b.shape()[0] != n)
-    throw ShapeError(fmt::format(
-        "linalg.solve: b must have shape ({},) or ({}, k) for a of shape {}, got {}{}", n, n,
-        a.shape().str(), b.shape().str(),
-        b.ndim() > 2 ? " (stacks of systems are not supported yet)" : ""));
-  const dtype t = detail::solver_dtype(
-      "solve", result_type(detail::solver_dtype("solve", a.dtype()),
-                           detail::solver_dtype("solve", b.dtype())));
+    throw ShapeError(
+        fmt::format("linalg.solve: b must have shape ({},) or ({}, k) for a of shape {}, got {}{}",
+                    n, n, a.shape().str(), b.shape().str(),
+                    b.ndim() > 2 ? " (stacks of systems are not supported yet)" : ""));
+  const dtype t =
+      detail::solver_dtype("solve", result_type(detail::solver_dtype("solve", a.dtype()),
+                                                detail::solver_dtype("solve", b.dtype())));
   const std::int64_t nrhs = b.ndim() == 1 ? 1 : b.shape()[1];
   if (n == 0 || nrhs == 0) return ndarray(b.shape(), t);
   ndarray lu = column_major(a, t);

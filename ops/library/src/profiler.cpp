@@ -2,10 +2,10 @@
 // current stream, per run.
 #include "kiln/library/profiler.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/device.hpp"
@@ -43,8 +43,10 @@ std::ostream& operator<<(std::ostream& os, const benchmark_result& r) { return o
 
 benchmark_result benchmark(const std::function<void()>& fn, const benchmark_options& options) {
   if (options.n_repeat < 1 || options.n_warmup < 0)
-    throw ValueError(fmt::format("profiler.benchmark: n_repeat must be >= 1 and n_warmup >= 0, "
-                                 "got n_repeat={} n_warmup={}", options.n_repeat, options.n_warmup));
+    throw ValueError(
+        fmt::format("profiler.benchmark: n_repeat must be >= 1 and n_warmup >= 0, "
+                    "got n_repeat={} n_warmup={}",
+                    options.n_repeat, options.n_warmup));
   if (!fn) throw ValueError("profiler.benchmark: fn is empty");
   kiln::detail::refuse_during_capture("profiler::benchmark()",
                                       "it times each run by waiting for the device");

@@ -3,38 +3,51 @@
 // elementwise kernel, and advance the offset by an upper bound of what cuRAND consumed.
 #include "kiln/library/random.hpp"
 
+#include <curand.h>
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <map>
 
-#include <curand.h>
-#include <fmt/format.h>
-
 #include "kiln/engine/elementwise_kernel.hpp"
+#include "kiln/library/copying.hpp"
 #include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
-#include "kiln/library/copying.hpp"
 
 namespace kiln::random {
 namespace {
 
 const char* curand_status_name(curandStatus_t s) {
   switch (s) {
-    case CURAND_STATUS_VERSION_MISMATCH: return "CURAND_STATUS_VERSION_MISMATCH";
-    case CURAND_STATUS_NOT_INITIALIZED: return "CURAND_STATUS_NOT_INITIALIZED";
-    case CURAND_STATUS_ALLOCATION_FAILED: return "CURAND_STATUS_ALLOCATION_FAILED";
-    case CURAND_STATUS_TYPE_ERROR: return "CURAND_STATUS_TYPE_ERROR";
-    case CURAND_STATUS_OUT_OF_RANGE: return "CURAND_STATUS_OUT_OF_RANGE";
-    case CURAND_STATUS_LENGTH_NOT_MULTIPLE: return "CURAND_STATUS_LENGTH_NOT_MULTIPLE";
-    case CURAND_STATUS_DOUBLE_PRECISION_REQUIRED: return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED";
-    case CURAND_STATUS_LAUNCH_FAILURE: return "CURAND_STATUS_LAUNCH_FAILURE";
-    case CURAND_STATUS_PREEXISTING_FAILURE: return "CURAND_STATUS_PREEXISTING_FAILURE";
-    case CURAND_STATUS_INITIALIZATION_FAILED: return "CURAND_STATUS_INITIALIZATION_FAILED";
-    case CURAND_STATUS_ARCH_MISMATCH: return "CURAND_STATUS_ARCH_MISMATCH";
-    case CURAND_STATUS_INTERNAL_ERROR: return "CURAND_STATUS_INTERNAL_ERROR";
-    default: return "unknown cuRAND status";
+    case CURAND_STATUS_VERSION_MISMATCH:
+      return "CURAND_STATUS_VERSION_MISMATCH";
+    case CURAND_STATUS_NOT_INITIALIZED:
+      return "CURAND_STATUS_NOT_INITIALIZED";
+    case CURAND_STATUS_ALLOCATION_FAILED:
+      return "CURAND_STATUS_ALLOCATION_FAILED";
+    case CURAND_STATUS_TYPE_ERROR:
+      return "CURAND_STATUS_TYPE_ERROR";
+    case CURAND_STATUS_OUT_OF_RANGE:
+      return "CURAND_STATUS_OUT_OF_RANGE";
+    case CURAND_STATUS_LENGTH_NOT_MULTIPLE:
+      return "CURAND_STATUS_LENGTH_NOT_MULTIPLE";
+    case CURAND_STATUS_DOUBLE_PRECISION_REQUIRED:
+      return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED";
+    case CURAND_STATUS_LAUNCH_FAILURE:
+      return "CURAND_STATUS_LAUNCH_FAILURE";
+    case CURAND_STATUS_PREEXISTING_FAILURE:
+      return "CURAND_STATUS_PREEXISTING_FAILURE";
+    case CURAND_STATUS_INITIALIZATION_FAILED:
+      return "CURAND_STATUS_INITIALIZATION_FAILED";
+    case CURAND_STATUS_ARCH_MISMATCH:
+      return "CURAND_STATUS_ARCH_MISMATCH";
+    case CURAND_STATUS_INTERNAL_ERROR:
+      return "CURAND_STATUS_INTERNAL_ERROR";
+    default:
+      return "unknown cuRAND status";
   }
 }
 
@@ -58,15 +71,15 @@ void refuse_in_capture(const char* op) {
 
 void check_float(const char* op, dtype t) {
   if (t != float32 && t != float64)
-    throw TypeError(fmt::format("random.Generator.{}: dtype must be float32 or float64, not {}",
-                                op, t.name()));
+    throw TypeError(
+        fmt::format("random.Generator.{}: dtype must be float32 or float64, not {}", op, t.name()));
 }
 
 std::int64_t checked_size(const char* op, const Shape& shape) {
   for (auto d : shape)
     if (d < 0)
-      throw ValueError(fmt::format("random.Generator.{}: negative dimension in shape {}", op,
-                                   shape.str()));
+      throw ValueError(
+          fmt::format("random.Generator.{}: negative dimension in shape {}", op, shape.str()));
   return shape_size(shape);
 }
 
@@ -120,16 +133,14 @@ std::uint64_t Generator::offset() const noexcept { return state_->offset; }
 
 Generator default_rng(std::uint64_t seed) { return Generator(seed); }
 
-ndarray Generator::random(const Shape& shape, dtype t) {
-  return uniform(0.0, 1.0, shape, t);
-}
+ndarray Generator::random(const Shape& shape, dtype t) { return uniform(0.0, 1.0, shape, t); }
 
 ndarray Generator::uniform(double low, double high, const Shape& shape, dtype t) {
   refuse_in_capture("uniform");
   check_float("uniform", t);
   if (!std::isfinite(low) || !std::isfinite(high))
-    throw ValueError(fmt::format("random.Generator.uniform: bounds must be finite, got [{}, {})",
-                                 low, high));
+    throw ValueError(
+        fmt::format("random.Generator.uniform: bounds must be finite, got [{}, {})", low, high));
   const std::int64_t n = checked_size("uniform", shape);
   ndarray out(shape, t);
   if (n == 0) return out;
@@ -141,9 +152,9 @@ ndarray Generator::uniform(double low, double high, const Shape& shape, dtype t)
   state_->advance(n);
   // cuRAND draws from (0, 1]; 1 - u is in [0, 1) as NumPy's random() is. Rounding may still give
   // `high` for float32 when high - low is large, as in NumPy.
-  static const ElementwiseKernel& to_range = *new ElementwiseKernel("T u, float64 low, float64 width", "T z",
-                                          "z = T(low + width * (1.0 - (double)u))",
-                                          "kiln_random_uniform");
+  static const ElementwiseKernel& to_range =
+      *new ElementwiseKernel("T u, float64 low, float64 width", "T z",
+                             "z = T(low + width * (1.0 - (double)u))", "kiln_random_uniform");
   to_range(out, low, high - low, out);
   return out;
 }
@@ -158,7 +169,8 @@ ndarray Generator::normal(double loc, double scale, const Shape& shape, dtype t)
   if (!(scale >= 0) || !std::isfinite(scale) || !std::isfinite(loc))
     throw ValueError(fmt::format(
         "random.Generator.normal: scale must be finite and >= 0 and loc finite, got loc={} "
-        "scale={}", loc, scale));
+        "scale={}",
+        loc, scale));
   const std::int64_t n = checked_size("normal", shape);
   const std::int64_t even = (n + 1) / 2 * 2;
   ndarray out = padded_array(shape, t, even);
@@ -179,7 +191,8 @@ ndarray Generator::integers(std::int64_t low, std::int64_t high, const Shape& sh
   if (!t.is_integer())
     throw TypeError(fmt::format(
         "random.Generator.integers: dtype must be an integer type (int8-int64, uint8-uint64), "
-        "not {}", t.name()));
+        "not {}",
+        t.name()));
   if (high <= low)
     throw ValueError(fmt::format("random.Generator.integers: high <= low ({} <= {})", high, low));
   bool fits = visit_dtype(t, [&]<class T>(T) {
@@ -194,8 +207,8 @@ ndarray Generator::integers(std::int64_t low, std::int64_t high, const Shape& sh
     }
   });
   if (!fits)
-    throw ValueError(fmt::format("random.Generator.integers: [{}, {}) does not fit {}", low, high,
-                                 t.name()));
+    throw ValueError(
+        fmt::format("random.Generator.integers: [{}, {}) does not fit {}", low, high, t.name()));
   const std::int64_t n = checked_size("integers", shape);
   ndarray out(shape, t);
   if (n == 0) return out;
@@ -204,11 +217,10 @@ ndarray Generator::integers(std::int64_t low, std::int64_t high, const Shape& sh
   curandGenerator_t g = state_->prepare();
   KILN_CURAND(curandGenerate(g, static_cast<unsigned*>(bits.data()), std::size_t(2 * n)));
   state_->advance(2 * n);
-  static const ElementwiseKernel& to_range = *new ElementwiseKernel(
-      "uint64 x, uint64 low, uint64 width", "T z",
-      "z = (T)(low + __umul64hi(x, width))", "kiln_random_integers");
-  to_range(bits.reshape(shape), std::uint64_t(low),
-           std::uint64_t(high) - std::uint64_t(low), out);
+  static const ElementwiseKernel& to_range =
+      *new ElementwiseKernel("uint64 x, uint64 low, uint64 width", "T z",
+                             "z = (T)(low + __umul64hi(x, width))", "kiln_random_integers");
+  to_range(bits.reshape(shape), std::uint64_t(low), std::uint64_t(high) - std::uint64_t(low), out);
   return out;
 }
 

@@ -2,13 +2,13 @@
 // row (builtin_reductions.hpp) run over the array, or fused with an expression.
 #include "kiln/library/reductions.hpp"
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "builtin_reductions.hpp"
 #include "kiln/engine/fused_reduction.hpp"
@@ -27,7 +27,8 @@ dtype mean_dtype(dtype t) { return t == bool_ || t.is_integer() ? float64 : t; }
 
 void no_complex(const char* what, dtype t) {
   if (t.is_complex())
-    throw TypeError(fmt::format("{}: {} arrays are not supported (complex values have no order)", what, t));
+    throw TypeError(
+        fmt::format("{}: {} arrays are not supported (complex values have no order)", what, t));
 }
 
 // A is ndarray (the row's own kernel) or expr (the row fused with the expression's map).
@@ -40,7 +41,7 @@ struct Call {
   bool keepdims;
   const numpy_reduce_args& args;
   dtype out_type;
-  bool uses_dtype = true;  // accepts args.dtype
+  bool uses_dtype = true;             // accepts args.dtype
   const char* empty_error = nullptr;  // ValueError text for an empty reduction
   // NumPy's ufunc reductions take an int axis 0 or -1 on a 0-d array as axis=None; mean,
   // var and std (Python code normalizing the axis first) refuse it.
@@ -55,9 +56,9 @@ using reduced_t = std::conditional_t<std::is_same_v<A, lazy_expr>, lazy_expr, nd
 template <class A>
 reduced_t<A> run(Call<A> c) {
   if constexpr (std::is_same_v<A, ndarray>)
-    if (!c.a.defined()) throw ValueError(fmt::format("{}: the array is an empty ndarray handle", c.name));
-  if (c.args.dtype && !c.uses_dtype)
-    throw TypeError(fmt::format("{}: takes no dtype", c.name));
+    if (!c.a.defined())
+      throw ValueError(fmt::format("{}: the array is an empty ndarray handle", c.name));
+  if (c.args.dtype && !c.uses_dtype) throw TypeError(fmt::format("{}: takes no dtype", c.name));
   if (c.zero_d_axis && c.a.ndim() == 0 && c.axis.is_single_int() &&
       (c.axis[0] == 0 || c.axis[0] == -1))
     c.axis = axes();
@@ -84,9 +85,11 @@ reduced_t<A> run(Call<A> c) {
         for (int d = 0; d < c.a.ndim(); ++d)
           if (mask >> d & 1) n *= c.a.shape()[d];
         const lazy_expr dev = c.a - mean(c.a, c.axis, true);
-        lazy_expr q = sum(dev * dev, c.axis, c.keepdims) / double(std::max<std::int64_t>(n - ddof, 0));
+        lazy_expr q =
+            sum(dev * dev, c.axis, c.keepdims) / double(std::max<std::int64_t>(n - ddof, 0));
         if (c.id == detail::builtin::std) q = kiln::sqrt(q);
-        if (q.dtype() == c.out_type) return reduce_lazily(code, c.a, mask, c.keepdims, c.out_type, &ddof, &q);
+        if (q.dtype() == c.out_type)
+          return reduce_lazily(code, c.a, mask, c.keepdims, c.out_type, &ddof, &q);
       }
       return reduce_lazily(code, c.a, mask, c.keepdims, c.out_type, has_ddof ? &ddof : nullptr);
     }
@@ -106,47 +109,53 @@ reduced_t<A> run(Call<A> c) {
 }
 
 // The dtype accumulation and the result take: args.dtype, else NumPy's default for the input.
-dtype chosen(const numpy_reduce_args& args, dtype fallback) { return args.dtype ? *args.dtype : fallback; }
+dtype chosen(const numpy_reduce_args& args, dtype fallback) {
+  return args.dtype ? *args.dtype : fallback;
+}
 
 template <class A>
 auto sum_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
-  return run(Call<A>{detail::builtin::sum, "sum", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
+  return run(Call<A>{detail::builtin::sum, "sum", a, axis, keepdims, args,
+                     chosen(args, sum_dtype(a.dtype()))});
 }
 template <class A>
 auto prod_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
-  return run(Call<A>{detail::builtin::prod, "prod", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
+  return run(Call<A>{detail::builtin::prod, "prod", a, axis, keepdims, args,
+                     chosen(args, sum_dtype(a.dtype()))});
 }
 template <class A>
 auto nansum_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
-  return run(Call<A>{detail::builtin::nansum, "nansum", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
+  return run(Call<A>{detail::builtin::nansum, "nansum", a, axis, keepdims, args,
+                     chosen(args, sum_dtype(a.dtype()))});
 }
 template <class A>
 auto nanprod_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
-  return run(Call<A>{detail::builtin::nanprod, "nanprod", a, axis, keepdims, args, chosen(args, sum_dtype(a.dtype()))});
+  return run(Call<A>{detail::builtin::nanprod, "nanprod", a, axis, keepdims, args,
+                     chosen(args, sum_dtype(a.dtype()))});
 }
 template <class A>
 auto min_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("min", a.dtype());
   return run(Call<A>{detail::builtin::min, "min", a, axis, keepdims, args, a.dtype(), false,
-              "zero-size array to reduction operation minimum which has no identity"});
+                     "zero-size array to reduction operation minimum which has no identity"});
 }
 template <class A>
 auto max_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("max", a.dtype());
   return run(Call<A>{detail::builtin::max, "max", a, axis, keepdims, args, a.dtype(), false,
-              "zero-size array to reduction operation maximum which has no identity"});
+                     "zero-size array to reduction operation maximum which has no identity"});
 }
 template <class A>
 auto nanmin_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("nanmin", a.dtype());
   return run(Call<A>{detail::builtin::nanmin, "nanmin", a, axis, keepdims, args, a.dtype(), false,
-              "zero-size array to reduction operation fmin which has no identity"});
+                     "zero-size array to reduction operation fmin which has no identity"});
 }
 template <class A>
 auto nanmax_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("nanmax", a.dtype());
   return run(Call<A>{detail::builtin::nanmax, "nanmax", a, axis, keepdims, args, a.dtype(), false,
-              "zero-size array to reduction operation fmax which has no identity"});
+                     "zero-size array to reduction operation fmax which has no identity"});
 }
 template <class A>
 auto mean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
@@ -155,7 +164,8 @@ auto mean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& ar
 }
 template <class A>
 auto nanmean_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
-  return run(Call<A>{detail::builtin::nanmean, "nanmean", a, axis, keepdims, args, chosen(args, mean_dtype(a.dtype()))});
+  return run(Call<A>{detail::builtin::nanmean, "nanmean", a, axis, keepdims, args,
+                     chosen(args, mean_dtype(a.dtype()))});
 }
 template <class A>
 auto var_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
@@ -172,14 +182,18 @@ auto std_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& arg
 template <class A>
 auto argmin_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("argmin", a.dtype());
-  if (!axis.is_all() && axis.size() != 1) throw TypeError("argmin: axis must be one axis or every axis");
-  return run(Call<A>{detail::builtin::argmin, "argmin", a, axis, keepdims, args, int64, false, "attempt to get argmin of an empty sequence"});
+  if (!axis.is_all() && axis.size() != 1)
+    throw TypeError("argmin: axis must be one axis or every axis");
+  return run(Call<A>{detail::builtin::argmin, "argmin", a, axis, keepdims, args, int64, false,
+                     "attempt to get argmin of an empty sequence"});
 }
 template <class A>
 auto argmax_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
   no_complex("argmax", a.dtype());
-  if (!axis.is_all() && axis.size() != 1) throw TypeError("argmax: axis must be one axis or every axis");
-  return run(Call<A>{detail::builtin::argmax, "argmax", a, axis, keepdims, args, int64, false, "attempt to get argmax of an empty sequence"});
+  if (!axis.is_all() && axis.size() != 1)
+    throw TypeError("argmax: axis must be one axis or every axis");
+  return run(Call<A>{detail::builtin::argmax, "argmax", a, axis, keepdims, args, int64, false,
+                     "attempt to get argmax of an empty sequence"});
 }
 template <class A>
 auto all_of_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
@@ -191,16 +205,18 @@ auto any_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& arg
 }
 template <class A>
 auto count_nonzero_impl(const A& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
-  return run(Call<A>{detail::builtin::count_nonzero, "count_nonzero", a, axis, keepdims, args, int64, false});
+  return run(Call<A>{detail::builtin::count_nonzero, "count_nonzero", a, axis, keepdims, args,
+                     int64, false});
 }
 
 // var_mean / std_mean: one row with two outputs, so one pass gives both. Lazy: two nodes
 // over the same input, which the planner runs together (one pass too).
 template <class A>
-std::pair<ndarray, ndarray> moments_impl(detail::builtin id, const char* name, const A& a, axes axis, bool keepdims,
-                                         const numpy_reduce_args& args) {
+std::pair<ndarray, ndarray> moments_impl(detail::builtin id, const char* name, const A& a,
+                                         axes axis, bool keepdims, const numpy_reduce_args& args) {
   if constexpr (std::is_same_v<A, ndarray>)
-    if (!a.defined()) throw ValueError(fmt::format("{}: the array is an empty ndarray handle", name));
+    if (!a.defined())
+      throw ValueError(fmt::format("{}: the array is an empty ndarray handle", name));
   no_complex(name, a.dtype());
   if (args.out) throw TypeError(fmt::format("{}: takes no out (it returns two new arrays)", name));
   const std::uint64_t mask = axis.mask(a.ndim());
@@ -219,15 +235,15 @@ std::pair<ndarray, ndarray> moments_impl(detail::builtin id, const char* name, c
 
 }  // namespace
 
-#define KILN_REDUCTION(NAME)                                                                \
-  ndarray NAME(const ndarray& a, axes axis, bool keepdims, const numpy_reduce_args& args) {   \
-    return NAME##_impl(a, axis, keepdims, args);                                            \
-  }                                                                                         \
-  ndarray NAME(const expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {      \
-    return NAME##_impl(a, axis, keepdims, args);                                            \
-  }                                                                                         \
+#define KILN_REDUCTION(NAME)                                                                    \
+  ndarray NAME(const ndarray& a, axes axis, bool keepdims, const numpy_reduce_args& args) {     \
+    return NAME##_impl(a, axis, keepdims, args);                                                \
+  }                                                                                             \
+  ndarray NAME(const expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {        \
+    return NAME##_impl(a, axis, keepdims, args);                                                \
+  }                                                                                             \
   lazy_expr NAME(const lazy_expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) { \
-    return NAME##_impl(a, axis, keepdims, args);                                            \
+    return NAME##_impl(a, axis, keepdims, args);                                                \
   }
 KILN_REDUCTION(sum)
 KILN_REDUCTION(prod)
@@ -248,27 +264,35 @@ KILN_REDUCTION(any)
 KILN_REDUCTION(count_nonzero)
 #undef KILN_REDUCTION
 
-std::pair<ndarray, ndarray> var_mean(const ndarray& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+std::pair<ndarray, ndarray> var_mean(const ndarray& a, axes axis, bool keepdims,
+                                     const numpy_reduce_args& args) {
   return moments_impl(detail::builtin::var_mean, "var_mean", a, axis, keepdims, args);
 }
-std::pair<ndarray, ndarray> var_mean(const expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+std::pair<ndarray, ndarray> var_mean(const expr& a, axes axis, bool keepdims,
+                                     const numpy_reduce_args& args) {
   return moments_impl(detail::builtin::var_mean, "var_mean", a, axis, keepdims, args);
 }
-std::pair<ndarray, ndarray> std_mean(const ndarray& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+std::pair<ndarray, ndarray> std_mean(const ndarray& a, axes axis, bool keepdims,
+                                     const numpy_reduce_args& args) {
   return moments_impl(detail::builtin::std_mean, "std_mean", a, axis, keepdims, args);
 }
-std::pair<ndarray, ndarray> std_mean(const expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+std::pair<ndarray, ndarray> std_mean(const expr& a, axes axis, bool keepdims,
+                                     const numpy_reduce_args& args) {
   return moments_impl(detail::builtin::std_mean, "std_mean", a, axis, keepdims, args);
 }
-std::pair<lazy_expr, lazy_expr> var_mean(const lazy_expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+std::pair<lazy_expr, lazy_expr> var_mean(const lazy_expr& a, axes axis, bool keepdims,
+                                         const numpy_reduce_args& args) {
   if (args.out) throw TypeError("var_mean: takes no out (it returns two new arrays)");
   const numpy_reduce_args plain{.dtype = args.dtype, .out = std::nullopt, .ddof = args.ddof};
-  return {var(a, axis, keepdims, plain), mean(a, axis, keepdims, {.dtype = args.dtype, .out = std::nullopt, .ddof = 0})};
+  return {var(a, axis, keepdims, plain),
+          mean(a, axis, keepdims, {.dtype = args.dtype, .out = std::nullopt, .ddof = 0})};
 }
-std::pair<lazy_expr, lazy_expr> std_mean(const lazy_expr& a, axes axis, bool keepdims, const numpy_reduce_args& args) {
+std::pair<lazy_expr, lazy_expr> std_mean(const lazy_expr& a, axes axis, bool keepdims,
+                                         const numpy_reduce_args& args) {
   if (args.out) throw TypeError("std_mean: takes no out (it returns two new arrays)");
   const numpy_reduce_args plain{.dtype = args.dtype, .out = std::nullopt, .ddof = args.ddof};
-  return {std(a, axis, keepdims, plain), mean(a, axis, keepdims, {.dtype = args.dtype, .out = std::nullopt, .ddof = 0})};
+  return {std(a, axis, keepdims, plain),
+          mean(a, axis, keepdims, {.dtype = args.dtype, .out = std::nullopt, .ddof = 0})};
 }
 
 namespace aot {

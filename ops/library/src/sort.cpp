@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 
 #include "../cuda/sort_cub.hpp"
+#include "kiln/library/copying.hpp"
 #include "kiln/runtime/capture.hpp"
 #include "kiln/runtime/detail/cuda_check.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/stream.hpp"
-#include "kiln/library/copying.hpp"
 
 namespace kiln {
 namespace detail {
@@ -21,8 +21,8 @@ int check_sort_args(const char* op, dtype t, int ndim, std::int64_t axis) {
         "not implemented); sort the real or imaginary part instead",
         op, t.name()));
   if (ndim == 0)
-    throw ValueError(fmt::format("{}: a 0-d array has no axis to sort along; reshape it to 1-D",
-                                 op));
+    throw ValueError(
+        fmt::format("{}: a 0-d array has no axis to sort along; reshape it to 1-D", op));
   return normalize_axis(axis, ndim);
 }
 
@@ -39,15 +39,31 @@ detail::SortJob job_for(dtype t) {
     case dtype_id::uint8:
     case dtype_id::uint16:
     case dtype_id::uint32:
-    case dtype_id::uint64: j.kind = sort_key_kind::unsigned_int; break;
+    case dtype_id::uint64:
+      j.kind = sort_key_kind::unsigned_int;
+      break;
     case dtype_id::int8:
     case dtype_id::int16:
     case dtype_id::int32:
-    case dtype_id::int64: j.kind = sort_key_kind::signed_int; break;
-    case dtype_id::float16: j.kind = sort_key_kind::floating; j.float_inf_bits = 0x7C00; break;
-    case dtype_id::bfloat16: j.kind = sort_key_kind::floating; j.float_inf_bits = 0x7F80; break;
-    case dtype_id::float32: j.kind = sort_key_kind::floating; j.float_inf_bits = 0x7F800000u; break;
-    default: j.kind = sort_key_kind::floating; j.float_inf_bits = 0x7FF0000000000000ull; break;
+    case dtype_id::int64:
+      j.kind = sort_key_kind::signed_int;
+      break;
+    case dtype_id::float16:
+      j.kind = sort_key_kind::floating;
+      j.float_inf_bits = 0x7C00;
+      break;
+    case dtype_id::bfloat16:
+      j.kind = sort_key_kind::floating;
+      j.float_inf_bits = 0x7F80;
+      break;
+    case dtype_id::float32:
+      j.kind = sort_key_kind::floating;
+      j.float_inf_bits = 0x7F800000u;
+      break;
+    default:
+      j.kind = sort_key_kind::floating;
+      j.float_inf_bits = 0x7FF0000000000000ull;
+      break;
   }
   return j;
 }
@@ -78,8 +94,10 @@ ndarray sort_impl(const ndarray& a, std::int64_t axis_arg, bool indices) {
   job.in = src.data();
   job.n = src.shape()[last];
   job.rows = src.size() / job.n;
-  if (indices) job.out_indices = static_cast<std::int64_t*>(out.data());
-  else job.out_values = out.data();
+  if (indices)
+    job.out_indices = static_cast<std::int64_t*>(out.data());
+  else
+    job.out_values = out.data();
   job.stream = current_stream_handle();
   std::size_t bytes = 0;
   check(detail::cub_sort_scratch_bytes(job, bytes));

@@ -54,7 +54,8 @@ const LoadedKernel& loaded_kernel(const Hash128& key, int device, MakeRequest ma
 template <class F>
 const LoadedKernel& loaded_kernel(const Hash128& key, int device, const F& make) {
   return loaded_kernel(
-      key, device, [](const void* f, int arch) { return (*static_cast<const F*>(f))(arch); }, &make);
+      key, device, [](const void* f, int arch) { return (*static_cast<const F*>(f))(arch); },
+      &make);
 }
 
 /// The same cache, for entries a kind builds itself on a miss (a module loaded from a user's
@@ -64,7 +65,8 @@ using MakeLoaded = LoadedKernel (*)(const void* context);
 const LoadedKernel& loaded_entry(const Hash128& key, MakeLoaded make, const void* context);
 template <class F>
 const LoadedKernel& loaded_entry(const Hash128& key, const F& make) {
-  return loaded_entry(key, [](const void* f) { return (*static_cast<const F*>(f))(); }, &make);
+  return loaded_entry(
+      key, [](const void* f) { return (*static_cast<const F*>(f))(); }, &make);
 }
 
 /// Compiles (through the disk cache) and loads `make(arch)` on `device` without looking up

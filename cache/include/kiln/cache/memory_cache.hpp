@@ -73,7 +73,8 @@ class MemoryCache {
   };
 
   mutable std::shared_mutex map_mutex_;
-  std::unordered_map<kiln::Hash128, std::unique_ptr<Node>, kiln::Hash128Hash> map_;  // by cache::Key
+  std::unordered_map<kiln::Hash128, std::unique_ptr<Node>, kiln::Hash128Hash>
+      map_;  // by cache::Key
   std::atomic<std::size_t> size_{0};
 };
 

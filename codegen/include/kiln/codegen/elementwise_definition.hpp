@@ -34,8 +34,8 @@ struct ElementwiseDefinition : KernelDefinition {
 /// Parses and checks a definition; throws SignatureError (see make_kernel_definition; also an
 /// empty or blank operation, which would leave the outputs unwritten).
 ElementwiseDefinition make_elementwise_definition(std::string_view in_params,
-                                                  std::string_view out_params,
-                                                  ElementwiseCode code, std::string_view name,
+                                                  std::string_view out_params, ElementwiseCode code,
+                                                  std::string_view name,
                                                   const std::vector<std::string>& options);
 
 }  // namespace kiln::codegen

@@ -50,11 +50,11 @@ enum class Layout : std::uint8_t {
 };
 
 struct OperandSpec {
-  std::uint8_t dtype = 0;            // dtype_id
+  std::uint8_t dtype = 0;  // dtype_id
   OperandKind kind = OperandKind::array;
-  std::uint8_t raw_ndim = 0;         // raw_array: the array's own ndim
-  std::uint8_t raw_contiguous = 0;   // raw_array: C-contiguous, so x[i] needs no unravel
-  std::uint8_t staged = 0;           // array in a tiled layout: read/written along axis 0
+  std::uint8_t raw_ndim = 0;        // raw_array: the array's own ndim
+  std::uint8_t raw_contiguous = 0;  // raw_array: C-contiguous, so x[i] needs no unravel
+  std::uint8_t staged = 0;          // array in a tiled layout: read/written along axis 0
 };
 
 struct ElementwiseSpec {
@@ -64,10 +64,12 @@ struct ElementwiseSpec {
   std::uint8_t vector_width = 1;  // contiguous, strided: elements per vector (16 bytes / widest)
   std::uint8_t unroll = 2;        // vectors per thread per loop iteration (default_unroll)
   std::uint8_t nparams = 0;
-  std::uint16_t reserved = 0;     // keeps the bytes defined for hashing
+  std::uint16_t reserved = 0;  // keeps the bytes defined for hashing
   std::array<OperandSpec, kMaxParams> params{};
 
-  dtype param_dtype(int k) const { return dtype(static_cast<dtype_id>(params[std::size_t(k)].dtype)); }
+  dtype param_dtype(int k) const {
+    return dtype(static_cast<dtype_id>(params[std::size_t(k)].dtype));
+  }
   OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
   bool staged(int k) const { return params[std::size_t(k)].staged != 0; }
   void set_param(int k, dtype t, OperandKind kind, int raw_ndim = 0, bool raw_contiguous = true) {

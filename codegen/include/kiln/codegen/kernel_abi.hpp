@@ -36,16 +36,16 @@ enum class AbiKind : std::uint8_t { value, pointer, strided, raw_array, index, d
 
 struct AbiArg {
   AbiKind kind = AbiKind::pointer;
-  dtype type = float64;     // value, pointer, raw_array: the element dtype
-  int ndim = 0;             // strided, raw_array, dims, loop_dims
-  bool contiguous = true;   // raw_array: C-contiguous (x[i] needs no unravel)
-  bool writable = false;    // pointer: an output (T* rather than const T*)
+  dtype type = float64;    // value, pointer, raw_array: the element dtype
+  int ndim = 0;            // strided, raw_array, dims, loop_dims
+  bool contiguous = true;  // raw_array: C-contiguous (x[i] needs no unravel)
+  bool writable = false;   // pointer: an output (T* rather than const T*)
 };
 
 struct AbiLayout {
   std::uint32_t size = 0, align = 0;
-  bool pointer = false;        // starts with an 8-byte pointer
-  std::uint32_t indices = 0;   // then this many index-width integers
+  bool pointer = false;          // starts with an 8-byte pointer
+  std::uint32_t indices = 0;     // then this many index-width integers
   std::uint32_t value_size = 0;  // value: the dtype's bytes (no pointer, no indices)
 };
 
@@ -61,14 +61,24 @@ constexpr AbiLayout abi_layout(const AbiArg& a, int index_bits) {
       // Device types align to their size (complex<double>: 16), bool and 1-byte ints to 1.
       l.size = l.align = l.value_size;
       return l;
-    case AbiKind::pointer: l.pointer = true; break;
-    case AbiKind::strided: l.pointer = true, l.indices = std::uint32_t(a.ndim); break;
+    case AbiKind::pointer:
+      l.pointer = true;
+      break;
+    case AbiKind::strided:
+      l.pointer = true, l.indices = std::uint32_t(a.ndim);
+      break;
     case AbiKind::raw_array:
       l.pointer = true, l.indices = 1 + 2 * std::uint32_t(std::max(a.ndim, 1));
       break;
-    case AbiKind::index: l.indices = 1; break;
-    case AbiKind::dims: l.indices = std::uint32_t(a.ndim); break;
-    case AbiKind::loop_dims: l.indices = 5 * std::uint32_t(a.ndim) + 1; break;
+    case AbiKind::index:
+      l.indices = 1;
+      break;
+    case AbiKind::dims:
+      l.indices = std::uint32_t(a.ndim);
+      break;
+    case AbiKind::loop_dims:
+      l.indices = 5 * std::uint32_t(a.ndim) + 1;
+      break;
   }
   l.align = l.pointer ? 8 : idx;
   const std::uint32_t bytes = (l.pointer ? 8 : 0) + idx * l.indices;

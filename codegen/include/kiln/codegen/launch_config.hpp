@@ -57,7 +57,7 @@ inline constexpr int kOuterMaxBlock = 256;
 
 struct ReductionGeometry {
   std::uint32_t grid_x = 1, grid_y = 1;
-  int block = kDefaultBlock;  // threads per block (block_x * block_y)
+  int block = kDefaultBlock;                 // threads per block (block_x * block_y)
   int block_x = kDefaultBlock, block_y = 1;  // inner_warp: lanes per row x rows; outer: column
                                              // groups x threads down the reduced elements
   std::uint32_t parts = 1;  // split: blocks per row (inner) or per column tile (outer)

@@ -19,10 +19,10 @@ namespace kiln::codegen {
 
 /// What the result dtype is, given the operands' promoted (common) dtype.
 enum class result_rule : std::uint8_t {
-  common,     // the common dtype (add, maximum, floor, ...)
-  boolean,    // bool (comparisons, logical, isnan, ...)
-  floating,   // the smallest float holding the common dtype (sin: int8 -> float16, int32 -> float64)
-  divide,     // true division: bool and integers -> float64, else common
+  common,    // the common dtype (add, maximum, floor, ...)
+  boolean,   // bool (comparisons, logical, isnan, ...)
+  floating,  // the smallest float holding the common dtype (sin: int8 -> float16, int32 -> float64)
+  divide,    // true division: bool and integers -> float64, else common
   real_part,  // complex -> its real dtype, else common (absolute, real, imag)
   angle,      // arctan2(0, x): floating of result_type(x, weak int); complex -> real dtype
   cast,       // astype: the node's own dtype
@@ -33,11 +33,11 @@ struct op_row {
   std::string_view name;  // NumPy's name, used in messages
   int arity;
   result_rule rule;
-  std::string_view kinds;  // dtype kinds the common dtype may have ("biufc")
-  bool bool_as_int8;       // a bool common dtype computes as int8 (floor_divide, power, shifts)
-  bool operands_as_bool;   // operands become bool before the op (logical_*)
-  std::string_view device; // device expression
-  std::uint32_t helpers;   // bit k: kHelpers[k] is needed
+  std::string_view kinds;   // dtype kinds the common dtype may have ("biufc")
+  bool bool_as_int8;        // a bool common dtype computes as int8 (floor_divide, power, shifts)
+  bool operands_as_bool;    // operands become bool before the op (logical_*)
+  std::string_view device;  // device expression
+  std::uint32_t helpers;    // bit k: kHelpers[k] is needed
 };
 
 const op_row& op_info(op_id id) noexcept;

@@ -43,7 +43,8 @@ std::string reduction_parts_text(std::span<const ReductionPart> parts);
 /// (`in<j>`) holding part k's ddof, or -1. `helpers`: device code the input expressions call.
 /// The reduce type is a struct of every part's; the identity is every part's (none if one
 /// part has none: a non-empty reduction then starts from its first element).
-ReductionCode composite_reduction(std::span<const ReductionPart> parts, std::span<const std::string> inputs,
+ReductionCode composite_reduction(std::span<const ReductionPart> parts,
+                                  std::span<const std::string> inputs,
                                   std::span<const int> ddof_inputs, std::string_view helpers);
 
 }  // namespace kiln::codegen

@@ -35,7 +35,7 @@ struct RowReduction {
   ReductionPart part;
   std::string input;  // expression over in<j>: leaves, and results of earlier phases
   int phase = 0;
-  int ddof = -1;      // the scalar input in<ddof> holding the part's ddof, or -1
+  int ddof = -1;  // the scalar input in<ddof> holding the part's ddof, or -1
 };
 
 struct RowDefinition : KernelDefinition {
@@ -49,7 +49,8 @@ struct RowDefinition : KernelDefinition {
 /// phase order, each reading only earlier phases, at most kMaxRowPhases phases, one leaf_use
 /// per input). `helpers`: device code the expressions call (file scope). Throws SignatureError.
 RowDefinition make_row_definition(std::string_view in_params, std::string_view out_params,
-                                  std::vector<RowReduction> reductions, std::vector<std::string> outputs,
+                                  std::vector<RowReduction> reductions,
+                                  std::vector<std::string> outputs,
                                   std::vector<std::uint32_t> leaf_use, std::string_view helpers,
                                   std::string_view name);
 

@@ -36,7 +36,9 @@ struct RowSpec {
   std::uint8_t pad_[2] = {};
   std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array
 
-  dtype param_dtype(int k) const { return dtype(static_cast<dtype_id>(params[std::size_t(k)].dtype)); }
+  dtype param_dtype(int k) const {
+    return dtype(static_cast<dtype_id>(params[std::size_t(k)].dtype));
+  }
   OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
   void set_param(int k, dtype t, OperandKind kind, int raw_ndim = 0, bool raw_contiguous = true) {
     params[std::size_t(k)] = {static_cast<std::uint8_t>(t.id()), kind,

@@ -1,8 +1,8 @@
 #include "kernel_args.hpp"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include <cstring>
 
 #include "kiln/codegen/loop_layout.hpp"
 #include "kiln/runtime/error.hpp"

@@ -38,8 +38,8 @@ class KernelArgs {
   /// kiln_loop_dims<ndim, I>: extents, steps of the flat index, `divisors` with the
   /// multipliers and shifts that divide by them (codegen::fast_divisor), and `tile` (tiled
   /// kernels: log2 of the tile's cols).
-  void put_loop_dims(const std::int64_t* extents, const std::int64_t* steps, const std::int64_t* divisors,
-                     int ndim, std::int64_t tile);
+  void put_loop_dims(const std::int64_t* extents, const std::int64_t* steps,
+                     const std::int64_t* divisors, int ndim, std::int64_t tile);
 
   void** argv() noexcept { return args_; }
   std::size_t count() const noexcept { return count_; }

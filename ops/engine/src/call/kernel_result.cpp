@@ -18,10 +18,8 @@ ndarray& kernel_result::operator[](std::size_t k) {
 }
 
 void kernel_result::check_single() const {
-  if (count_ == 0)
-    throw TypeError("the kernel returns nothing (it was built with no_return=true)");
-  if (tuple_)
-    throw TypeError("the kernel returns a tuple (return_tuple=true): take result[0]");
+  if (count_ == 0) throw TypeError("the kernel returns nothing (it was built with no_return=true)");
+  if (tuple_) throw TypeError("the kernel returns a tuple (return_tuple=true): take result[0]");
   if (count_ != 1)
     throw TypeError(fmt::format("the kernel returns {} arrays: take result[k]", count_));
 }

@@ -1,8 +1,8 @@
 #include "kiln/engine/elementwise_builtins.hpp"
 
-#include <memory>
-
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "kiln/cache/memory_cache.hpp"
 
@@ -12,7 +12,8 @@ namespace kiln::builtin {
 // (cache::process_table): they may run from static destructors and exit handlers.
 
 const ElementwiseKernel& cast_kernel() {
-  static const ElementwiseKernel& k = *new ElementwiseKernel("T x", "U y", "y = kiln_cast<U>(x)", "kiln_astype");
+  static const ElementwiseKernel& k =
+      *new ElementwiseKernel("T x", "U y", "y = kiln_cast<U>(x)", "kiln_astype");
   return k;
 }
 
@@ -25,21 +26,22 @@ const ElementwiseKernel& fill_kernel(dtype t) {
   const auto id = std::uint64_t(t.id());
   auto& table = cache::process_table<std::unique_ptr<ElementwiseKernel>, struct fill_kernels>();
   return *table.get_or_create(hash128(&id, sizeof id), [&] {
-    return std::make_unique<ElementwiseKernel>(fmt::format("{} value", t.name()),
-                                               fmt::format("{} y", t.name()), "y = value", "kiln_fill");
+    return std::make_unique<ElementwiseKernel>(
+        fmt::format("{} value", t.name()), fmt::format("{} y", t.name()), "y = value", "kiln_fill");
   });
 }
 
 // Integer ranges are computed in int64 so big values stay exact; others in float64.
 const ElementwiseKernel& arange_int_kernel() {
-  static const ElementwiseKernel& k = *new ElementwiseKernel("int64 start, int64 step", "T y",
-                                   "y = kiln_cast<T>(start + (long long)i * step)",
-                                   "kiln_arange_int");
+  static const ElementwiseKernel& k =
+      *new ElementwiseKernel("int64 start, int64 step", "T y",
+                             "y = kiln_cast<T>(start + (long long)i * step)", "kiln_arange_int");
   return k;
 }
 const ElementwiseKernel& arange_float_kernel() {
-  static const ElementwiseKernel& k = *new ElementwiseKernel("float64 start, float64 step", "T y",
-                                   "y = kiln_cast<T>(start + (double)i * step)", "kiln_arange");
+  static const ElementwiseKernel& k =
+      *new ElementwiseKernel("float64 start, float64 step", "T y",
+                             "y = kiln_cast<T>(start + (double)i * step)", "kiln_arange");
   return k;
 }
 const ElementwiseKernel& linspace_kernel() {

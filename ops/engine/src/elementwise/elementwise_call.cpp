@@ -33,7 +33,9 @@ struct ElementwiseKind {
   Shape output_shape(const KernelCall& c) const { return c.shape; }
   void check(const KernelCall&, const Shape&) const {}
   bool has_work(const KernelCall& c, const Shape&) const { return c.size > 0; }
-  void plan(const KernelCall& c, Plan& p) const { plan_elementwise(c, kernel.definition(), reduce_dims, p); }
+  void plan(const KernelCall& c, Plan& p) const {
+    plan_elementwise(c, kernel.definition(), reduce_dims, p);
+  }
   cache::CompileRequest compile_request(const codegen::ElementwiseSpec& spec, int arch) const {
     return kernel.compile_request(spec, arch);
   }

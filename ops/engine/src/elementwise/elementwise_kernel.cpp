@@ -1,8 +1,8 @@
 #include "kiln/engine/elementwise_kernel.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "kiln/codegen/elementwise_emitter.hpp"
 #include "kiln/codegen/type_resolution.hpp"
@@ -23,14 +23,16 @@ std::string allowed_widths(int max_width) {
 
 void check_range(const std::string& kernel, const char* field, int v, int lo, int hi) {
   if (v < lo || v > hi)
-    throw ValueError(fmt::format("kernel '{}': layout {} {} is outside {}..{}", kernel, field, v, lo, hi));
+    throw ValueError(
+        fmt::format("kernel '{}': layout {} {} is outside {}..{}", kernel, field, v, lo, hi));
 }
 
 // Widest dtype among array operands: what a 16-byte vector must hold a whole number of.
 std::size_t widest_array_item(const codegen::ElementwiseSpec& spec) {
   std::size_t widest = 1;
   for (int k = 0; k < spec.nparams; ++k)
-    if (spec.kind(k) == OperandKind::array) widest = std::max(widest, spec.param_dtype(k).itemsize());
+    if (spec.kind(k) == OperandKind::array)
+      widest = std::max(widest, spec.param_dtype(k).itemsize());
   return widest;
 }
 
@@ -43,7 +45,8 @@ std::vector<std::uint64_t> tiled_patterns(const codegen::ElementwiseSpec& probe,
   std::uint64_t all = 0;
   auto fits = [&](std::uint64_t mask) {
     auto spec = probe;
-    for (int k = 0; k < spec.nparams; ++k) spec.params[std::size_t(k)].staged = std::uint8_t((mask >> k) & 1);
+    for (int k = 0; k < spec.nparams; ++k)
+      spec.params[std::size_t(k)].staged = std::uint8_t((mask >> k) & 1);
     return codegen::tiled_shared_bytes(spec) <= codegen::kMaxTiledSharedBytes;
   };
   int inputs = 0;
@@ -80,12 +83,14 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
                                 def.nin, n, arg_dtypes.size()));
   if (layout.layout != Layout::contiguous && layout.layout != Layout::strided &&
       layout.layout != Layout::tiled)
-    throw ValueError(fmt::format("kernel '{}': layout must be contiguous, strided or tiled", def.name));
+    throw ValueError(
+        fmt::format("kernel '{}': layout must be contiguous, strided or tiled", def.name));
   const bool tiled = layout.layout == Layout::tiled;
   const bool strided = layout.layout != Layout::contiguous;
   if (tiled && layout.ndim < 2)
-    throw ValueError(fmt::format("kernel '{}': layout ndim {} is not possible here: tiled kernels take 2 or more",
-                                 def.name, layout.ndim));
+    throw ValueError(fmt::format(
+        "kernel '{}': layout ndim {} is not possible here: tiled kernels take 2 or more", def.name,
+        layout.ndim));
   check_range(def.name, "ndim", layout.ndim, strided ? 1 : 0, kMaxNdim);
   if (!tiled && layout.staged != 0)
     throw ValueError(fmt::format("kernel '{}': layout staged is for tiled kernels only", def.name));
@@ -105,23 +110,27 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   spec.index_bits = std::uint8_t(layout.index_bits);
   spec.nparams = std::uint8_t(n);
   for (std::size_t k = 0; k < n; ++k)
-    spec.set_param(int(k), types[k], def.params[k].raw ? OperandKind::raw_array : OperandKind::array,
-                   layout.raw_ndim, true);
+    spec.set_param(int(k), types[k],
+                   def.params[k].raw ? OperandKind::raw_array : OperandKind::array, layout.raw_ndim,
+                   true);
   if (tiled) {
     if (n < 64 && (layout.staged >> n) != 0)
-      throw ValueError(fmt::format("kernel '{}': layout staged names a parameter past the last ({})",
-                                   def.name, n - 1));
+      throw ValueError(fmt::format(
+          "kernel '{}': layout staged names a parameter past the last ({})", def.name, n - 1));
     for (std::size_t k = 0; k < n; ++k)
       if ((layout.staged >> k) & 1) {
         if (def.params[k].raw)
-          throw ValueError(fmt::format("kernel '{}': layout staged names raw parameter '{}' (only "
-                                       "loop arrays are staged)", def.name, def.params[k].name));
+          throw ValueError(
+              fmt::format("kernel '{}': layout staged names raw parameter '{}' (only "
+                          "loop arrays are staged)",
+                          def.name, def.params[k].name));
         spec.params[k].staged = 1;
       }
     if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes)
-      throw ValueError(fmt::format("kernel '{}': the staged parameters need {} bytes of shared memory, "
-                                   "over {}", def.name, codegen::tiled_shared_bytes(spec),
-                                   codegen::kMaxTiledSharedBytes));
+      throw ValueError(
+          fmt::format("kernel '{}': the staged parameters need {} bytes of shared memory, "
+                      "over {}",
+                      def.name, codegen::tiled_shared_bytes(spec), codegen::kMaxTiledSharedBytes));
   }
   const int max_width = int(16 / widest_array_item(spec));
   const int w = layout.vector_width;
@@ -140,8 +149,8 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
 std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target& t) const {
   for (int s : t.scalar_inputs)
     if (s < 0 || s >= nin())
-      throw ValueError(fmt::format("kernel '{}': scalar input {} is not an input (0..{})", name(), s,
-                                   nin() - 1));
+      throw ValueError(fmt::format("kernel '{}': scalar input {} is not an input (0..{})", name(),
+                                   s, nin() - 1));
   auto with_scalars = [&](codegen::ElementwiseSpec spec) {
     for (int s : t.scalar_inputs) spec.set_param(s, spec.param_dtype(s), OperandKind::scalar);
     return spec;
@@ -164,12 +173,18 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
     for (int nd = 1; nd <= t.max_ndim; ++nd)
       for (int w = 1; w <= max_width; w *= 2)
         if (codegen::strided_width_planned(w, int(widest_array_item(probe))))
-          out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::strided, .ndim = nd, .index_bits = bits,
-                                                        .vector_width = w, .raw_ndim = t.raw_ndim})));
+          out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::strided,
+                                                          .ndim = nd,
+                                                          .index_bits = bits,
+                                                          .vector_width = w,
+                                                          .raw_ndim = t.raw_ndim})));
     for (int nd = 2; nd <= t.max_ndim; ++nd)
       for (std::uint64_t staged : tiled_patterns(probe, nin()))
-        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled, .ndim = nd, .index_bits = bits,
-                                                        .raw_ndim = t.raw_ndim, .staged = staged})));
+        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled,
+                                                        .ndim = nd,
+                                                        .index_bits = bits,
+                                                        .raw_ndim = t.raw_ndim,
+                                                        .staged = staged})));
   }
   return out;
 }

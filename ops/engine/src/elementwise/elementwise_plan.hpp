@@ -23,19 +23,19 @@ namespace kiln::detail {
 
 struct ElementwisePlan {
   codegen::ElementwiseSpec spec;
-  Shape shape;                                      // planned loop shape (strided, tiled)
-  Shape index_strides;                              // step of the flat index i along each axis
-  StackVector<Shape, kMaxParams> strides;           // per loop operand, over `shape`
-  std::array<std::int8_t, kMaxParams> slot;         // parameter -> its index in `strides`
+  Shape shape;                               // planned loop shape (strided, tiled)
+  Shape index_strides;                       // step of the flat index i along each axis
+  StackVector<Shape, kMaxParams> strides;    // per loop operand, over `shape`
+  std::array<std::int8_t, kMaxParams> slot;  // parameter -> its index in `strides`
   int noperands = 0;
-  codegen::TileShape tile;                          // tiled: the tile for this loop
-  std::int64_t tiles = 0;                           // tiled: how many
+  codegen::TileShape tile;  // tiled: the tile for this loop
+  std::int64_t tiles = 0;   // tiled: how many
 };
 
 /// Plans the layout of call `c` of a kernel defined by `def` (dims merged and reordered when
 /// `reduce_dims`).
-void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition& def, bool reduce_dims,
-                      ElementwisePlan& plan);
+void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition& def,
+                      bool reduce_dims, ElementwisePlan& plan);
 /// Packs the kernel arguments of `plan.spec` (codegen::elementwise_arg order).
 void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelArgs& args);
 

@@ -72,8 +72,8 @@ void add_entry_expression(raw_options& o, std::string_view name) {
   o.name_expressions.push_back(n);
 }
 
-void ensure_dynamic_shared(const RawFunctionState& st, const cache::LoadedKernel& k, int device, dim3 grid,
-                           dim3 block, std::size_t shared) {
+void ensure_dynamic_shared(const RawFunctionState& st, const cache::LoadedKernel& k, int device,
+                           dim3 grid, dim3 block, std::size_t shared) {
   const int static_bytes = k.function.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
   int optin = 0;
   if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=

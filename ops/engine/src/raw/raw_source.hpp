@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kiln/cache/loaded_kernels.hpp"
 #include "kiln/cache/compile_request.hpp"
+#include "kiln/cache/loaded_kernels.hpp"
 #include "kiln/engine/raw_kernel.hpp"
 #include "kiln/runtime/hash128.hpp"
 
@@ -36,7 +36,7 @@ struct RawSource {
   std::vector<std::string> options;
   std::vector<std::string> name_expressions;  // normalised
   UserHeaders headers;
-  bool cooperative = false;  // how its kernels launch (not part of the hash)
+  bool cooperative = false;    // how its kernels launch (not part of the hash)
   bool arch_specific = false;  // compiled for sm_XXa (nvrtc_archs.hpp)
   Hash128 hash;
 

@@ -36,21 +36,24 @@ struct ReductionKind {
     }
     for (const auto& a : args)
       if (a.is_reduce_options())
-        throw TypeError(fmt::format("kernel '{}': reduce_options must follow the arguments (only a "
-                                    "launch_options may come after it)",
-                                    def.name));
+        throw TypeError(
+            fmt::format("kernel '{}': reduce_options must follow the arguments (only a "
+                        "launch_options may come after it)",
+                        def.name));
     if (c.options.block_size % 32 != 0)
-      throw ValueError(fmt::format("kernel '{}': block_size {} is not a multiple of 32 (reductions "
-                                   "combine whole warps)",
-                                   def.name, c.options.block_size));
+      throw ValueError(
+          fmt::format("kernel '{}': block_size {} is not a multiple of 32 (reductions "
+                      "combine whole warps)",
+                      def.name, c.options.block_size));
     if (!ro || ro->out.empty()) return args;
     if (args.size() != std::size_t(def.nin))
-      throw TypeError(fmt::format("kernel '{}': outputs are given both as arguments and as "
-                                  "reduce_options::out; pass them one way",
-                                  def.name));
+      throw TypeError(
+          fmt::format("kernel '{}': outputs are given both as arguments and as "
+                      "reduce_options::out; pass them one way",
+                      def.name));
     if (ro->out.size() != std::size_t(def.nout))
-      throw TypeError(fmt::format("kernel '{}' has {} output{}; reduce_options::out holds {}", def.name,
-                                  def.nout, def.nout == 1 ? "" : "s", ro->out.size()));
+      throw TypeError(fmt::format("kernel '{}' has {} output{}; reduce_options::out holds {}",
+                                  def.name, def.nout, def.nout == 1 ? "" : "s", ro->out.size()));
     merged.assign(args.begin(), args.end());
     for (const auto& o : ro->out) merged.emplace_back(o);
     return merged;
@@ -66,8 +69,8 @@ struct ReductionKind {
 
   void check(const KernelCall& c, const Shape& out) const {
     if (shape_size(out) > 0 && c.size == 0 && kernel.definition().identity.empty())
-      throw ValueError(fmt::format("zero-size array to reduction operation {} which has no identity",
-                                   c.def.name));
+      throw ValueError(fmt::format(
+          "zero-size array to reduction operation {} which has no identity", c.def.name));
   }
 
   bool has_work(const KernelCall&, const Shape& out) const { return shape_size(out) > 0; }
@@ -94,7 +97,8 @@ struct ReductionKind {
     const std::size_t partial_bytes = (std::size_t(g.partials) * k.partial_bytes + 15) / 16 * 16;
     const std::size_t counter_bytes = std::size_t(g.counters) * sizeof(unsigned);
     Workspace ws;
-    ws.buffer = std::make_shared<Buffer>(partial_bytes + counter_bytes, c.device, allocation_stream(c));
+    ws.buffer =
+        std::make_shared<Buffer>(partial_bytes + counter_bytes, c.device, allocation_stream(c));
     ws.partials = ws.buffer->data();
     ws.counters = static_cast<char*>(ws.partials) + partial_bytes;
     KILN_CUDA(cudaMemsetAsync(ws.counters, 0, counter_bytes, c.stream));

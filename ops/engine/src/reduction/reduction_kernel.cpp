@@ -16,32 +16,33 @@ ReductionKernel::ReductionKernel(std::string_view in_params, std::string_view ou
                                  std::string map_expr, std::string reduce_expr,
                                  std::string post_map_expr, std::string identity,
                                  std::string_view name, reduction_kernel_options options)
-    : ReductionKernel(codegen::make_reduction_definition(
-                          in_params, out_params,
-                          {.map_expr = std::move(map_expr),
-                           .reduce_expr = std::move(reduce_expr),
-                           .post_map_expr = std::move(post_map_expr),
-                           .identity = std::move(identity),
-                           .reduce_type = std::move(options.reduce_type),
-                           .preamble = std::move(options.preamble)},
-                          name, options.options),
-                      options.return_tuple) {}
+    : ReductionKernel(
+          codegen::make_reduction_definition(in_params, out_params,
+                                             {.map_expr = std::move(map_expr),
+                                              .reduce_expr = std::move(reduce_expr),
+                                              .post_map_expr = std::move(post_map_expr),
+                                              .identity = std::move(identity),
+                                              .reduce_type = std::move(options.reduce_type),
+                                              .preamble = std::move(options.preamble)},
+                                             name, options.options),
+          options.return_tuple) {}
 
 ReductionKernel::ReductionKernel(codegen::ReductionDefinition def, bool return_tuple)
-    : generated_kernel(std::move(def)),
-      return_tuple_(return_tuple) {}
+    : generated_kernel(std::move(def)), return_tuple_(return_tuple) {}
 
 std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
   const auto& def = *def_;
   const std::size_t n = def.params.size();
   if (t.dtypes.size() != std::size_t(def.nin) && t.dtypes.size() != n)
-    throw TypeError(fmt::format("kernel '{}': specs takes {} or {} dtypes, got {}", def.name, def.nin, n,
-                                t.dtypes.size()));
+    throw TypeError(fmt::format("kernel '{}': specs takes {} or {} dtypes, got {}", def.name,
+                                def.nin, n, t.dtypes.size()));
   if (t.max_ndim < 1 || t.max_ndim > kMaxNdim)
-    throw ValueError(fmt::format("kernel '{}': max_ndim {} is outside 1..{}", def.name, t.max_ndim, kMaxNdim));
+    throw ValueError(
+        fmt::format("kernel '{}': max_ndim {} is outside 1..{}", def.name, t.max_ndim, kMaxNdim));
   for (int s : t.scalar_inputs)
     if (s < 0 || s >= def.nin)
-      throw ValueError(fmt::format("kernel '{}': scalar input {} is not an input (0..{})", def.name, s, def.nin - 1));
+      throw ValueError(fmt::format("kernel '{}': scalar input {} is not an input (0..{})", def.name,
+                                   s, def.nin - 1));
   std::array<codegen::ArgInfo, codegen::kMaxParams> info{};
   for (std::size_t k = 0; k < t.dtypes.size(); ++k) info[k] = {t.dtypes[k], true};
   for (int s : t.scalar_inputs) info[std::size_t(s)].is_array = false;
@@ -53,16 +54,19 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
   std::size_t widest = 1;
   for (std::size_t k = 0; k < n; ++k) {
     const bool scalar = int(k) < def.nin && !info[k].is_array;
-    const auto kind = scalar ? OperandKind::scalar
-                             : def.params[k].raw ? OperandKind::raw_array : OperandKind::array;
+    const auto kind = scalar              ? OperandKind::scalar
+                      : def.params[k].raw ? OperandKind::raw_array
+                                          : OperandKind::array;
     base.set_param(int(k), types[k], kind, t.raw_ndim, true);
-    if (kind == OperandKind::array && int(k) < def.nin) widest = std::max(widest, types[k].itemsize());
+    if (kind == OperandKind::array && int(k) < def.nin)
+      widest = std::max(widest, types[k].itemsize());
   }
   std::vector<ReductionSpec> out;
   std::vector<int> bits{32};
   if (t.index64) bits.push_back(64);
   for (int b : bits) {
-    auto with = [&](ReductionStrategy st, int split, int out_nd, int red_nd, int contiguous, int vw) {
+    auto with = [&](ReductionStrategy st, int split, int out_nd, int red_nd, int contiguous,
+                    int vw) {
       ReductionSpec s = base;
       s.strategy = st;
       s.split = std::uint8_t(split);
@@ -91,7 +95,8 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
   return out;
 }
 
-std::string ReductionKernel::emit(const codegen::ReductionDefinition& def, const ReductionSpec& spec) {
+std::string ReductionKernel::emit(const codegen::ReductionDefinition& def,
+                                  const ReductionSpec& spec) {
   return codegen::emit_reduction(def, spec);
 }
 

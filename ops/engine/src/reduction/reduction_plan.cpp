@@ -54,12 +54,14 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
     ks.push_back(Shape{});
     rs.push_back(Shape{});
   }
-  for (int j = 0; j < nin_ops; ++j) in_loop.push_back(loop_strides(*c.arrays[ops[std::size_t(j)]], c.shape));
+  for (int j = 0; j < nin_ops; ++j)
+    in_loop.push_back(loop_strides(*c.arrays[ops[std::size_t(j)]], c.shape));
   int out_axis = 0;
   for (int d = 0; d < c.shape.size(); ++d) {
     const bool reduced = mask >> d & 1;
     (reduced ? red : kept).push_back(c.shape[d]);
-    for (int j = 0; j < nin_ops; ++j) (reduced ? rs : ks)[std::size_t(j)].push_back(in_loop[std::size_t(j)][d]);
+    for (int j = 0; j < nin_ops; ++j)
+      (reduced ? rs : ks)[std::size_t(j)].push_back(in_loop[std::size_t(j)][d]);
     if (!reduced) {
       for (int j = nin_ops; j < nops; ++j)
         ks[std::size_t(j)].push_back(c.arrays[ops[std::size_t(j)]]->strides()[out_axis]);
@@ -103,13 +105,15 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
   // neighbouring columns); otherwise inner with strided runs.
   bool red_contig = plan.n > 1 && nin_ops > 0;
   for (int j = 0; j < nin_ops; ++j)
-    red_contig &= rs[std::size_t(j)].back() == std::int64_t(c.types[ops[std::size_t(j)]].itemsize());
+    red_contig &=
+        rs[std::size_t(j)].back() == std::int64_t(c.types[ops[std::size_t(j)]].itemsize());
   spec.red_contiguous = std::uint8_t(red_contig);
   spec.strategy = ReductionStrategy::inner_block;
   if (!red_contig && nin_ops > 0 && plan.m > 1 && plan.n > 1) {
     const auto isz = std::int64_t(c.types[ops[0]].itemsize());
     const std::int64_t kept_step = std::abs(ks[0].back()), red_step = std::abs(rs[0].back());
-    if (kept_step == isz || (kept_step != 0 && kept_step < red_step)) spec.strategy = ReductionStrategy::outer;
+    if (kept_step == isz || (kept_step != 0 && kept_step < red_step))
+      spec.strategy = ReductionStrategy::outer;
   }
   // Vector loads: every input's addresses along the vector are contiguous and every other
   // step (and the base) keeps whole vectors aligned.
@@ -117,7 +121,8 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
   const bool outer = spec.strategy == ReductionStrategy::outer;
   if ((red_contig || outer) && nin_ops > 0) {
     std::int64_t widest = 0;
-    for (int j = 0; j < nin_ops; ++j) widest = std::max<std::int64_t>(widest, c.types[ops[std::size_t(j)]].itemsize());
+    for (int j = 0; j < nin_ops; ++j)
+      widest = std::max<std::int64_t>(widest, c.types[ops[std::size_t(j)]].itemsize());
     const std::int64_t along = outer ? kept.back() : red.back();  // elements a vector walks
     auto fits = [&](int width) {
       if (along % width) return false;
@@ -136,7 +141,8 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
           }
         }
         for (int d = 0; d < rsj.size(); ++d)
-          if (!(!outer && d == rsj.size() - 1) && std::uint64_t(std::abs(rsj[d])) % bytes) return false;
+          if (!(!outer && d == rsj.size() - 1) && std::uint64_t(std::abs(rsj[d])) % bytes)
+            return false;
       }
       return true;
     };
@@ -152,7 +158,9 @@ void pack_reduction(const KernelCall& c, const ReductionPlan& plan, void* ws, vo
   const auto& spec = plan.spec;
   for (int k = 0; k < c.nparams; ++k) {
     switch (spec.kind(k)) {
-      case OperandKind::scalar: args.put_value(c.types[k], c.values[std::size_t(k)].data()); break;
+      case OperandKind::scalar:
+        args.put_value(c.types[k], c.values[std::size_t(k)].data());
+        break;
       case OperandKind::raw_array: {
         const ndarray& a = *c.arrays[k];
         args.put_raw_array(a.data(), a.size(), a.shape().data(), a.strides().data(), a.ndim());

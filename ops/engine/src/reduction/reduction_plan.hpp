@@ -15,10 +15,11 @@ namespace kiln::detail {
 
 struct ReductionPlan {
   codegen::ReductionSpec spec;
-  Shape dims;                             // collapsed output dims, then reduced dims
-  StackVector<Shape, kMaxParams> strides;  // per array operand: inputs over dims, outputs over output dims
+  Shape dims;  // collapsed output dims, then reduced dims
+  StackVector<Shape, kMaxParams>
+      strides;  // per array operand: inputs over dims, outputs over output dims
   std::array<std::int8_t, kMaxParams> slot;  // parameter -> its index in `strides`
-  std::int64_t m = 0, n = 0;              // output size, reduced size
+  std::int64_t m = 0, n = 0;                 // output size, reduced size
   codegen::ReductionGeometry geometry;
 };
 

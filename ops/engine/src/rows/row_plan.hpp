@@ -29,17 +29,19 @@ struct RowPlan {
 
 /// Plans a row kernel over `loop` whose reduced axes are `mask`, for the parameters' arrays
 /// (nullptr: a scalar) and dtypes; `cached_bytes`: the bytes of one element of every leaf
-/// the kernel keeps in registers; `sm_count`: the GPU's multiprocessors. False when the layout does not fit: the reduced axes do not
-/// collapse to one dim with unit or no steps for every array (unit for outputs), or the row
-/// is longer than 1024 threads hold without spilling.
+/// the kernel keeps in registers; `sm_count`: the GPU's multiprocessors. False when the layout does
+/// not fit: the reduced axes do not collapse to one dim with unit or no steps for every array (unit
+/// for outputs), or the row is longer than 1024 threads hold without spilling.
 bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
-               std::span<const dtype> types, int nin, int cached_bytes, int sm_count, RowPlan& plan);
+               std::span<const dtype> types, int nin, int cached_bytes, int sm_count,
+               RowPlan& plan);
 /// Bytes of one element of every leaf a row kernel keeps in registers (an array read in two
 /// phases or more, as the emitter decides), for a call's arrays and dtypes.
 int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray* const> arrays,
                      std::span<const dtype> types);
 /// Packs the kernel arguments (codegen::row_arg order).
-void pack_rows(std::span<const ndarray* const> arrays, std::span<const std::array<std::byte, 16>> values,
-               std::span<const dtype> types, const RowPlan& plan, KernelArgs& args);
+void pack_rows(std::span<const ndarray* const> arrays,
+               std::span<const std::array<std::byte, 16>> values, std::span<const dtype> types,
+               const RowPlan& plan, KernelArgs& args);
 
 }  // namespace kiln::detail

@@ -20,8 +20,8 @@ class axes {
   axes() noexcept = default;
   axes(std::int64_t axis) noexcept : n_(1), all_(false), single_(true) {
     v_[0] = axis;
-  }                                                                        // NOLINT: implicit
-  axes(int axis) noexcept : axes(std::int64_t(axis)) {}                    // NOLINT
+  }                                                      // NOLINT: implicit
+  axes(int axis) noexcept : axes(std::int64_t(axis)) {}  // NOLINT
   /// Several axes; an empty list means no axis (nothing is reduced), as NumPy's axis=().
   axes(std::initializer_list<std::int64_t> list);
   /// The axes whose bits are set in `mask` (the inverse of mask()).

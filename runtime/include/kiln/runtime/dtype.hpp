@@ -5,20 +5,33 @@
 //   kiln::result_type(kiln::int8, kiln::uint8);                    // int16
 //   kiln::result_type(kiln::uint8, kiln::weak_scalar::integer);   // uint8 (weak Python int)
 //   kiln::dtype_of<double>();                                       // float64
+#include <fmt/format.h>
+
 #include <complex>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "kiln/runtime/half.hpp"
 
 namespace kiln {
 
 enum class dtype_id : std::uint8_t {
-  bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-  float16, bfloat16, float32, float64, complex64, complex128,
+  bool_,
+  int8,
+  int16,
+  int32,
+  int64,
+  uint8,
+  uint16,
+  uint32,
+  uint64,
+  float16,
+  bfloat16,
+  float32,
+  float64,
+  complex64,
+  complex128,
 };
 inline constexpr int kNumDtypes = 15;
 
@@ -57,9 +70,9 @@ class dtype {
   constexpr dtype(dtype_id id) : id_(id) {}  // NOLINT: implicit, dtype and id are one concept
 
   constexpr dtype_id id() const { return id_; }
-  constexpr std::string_view name() const { return info().name; }  // "float32"
+  constexpr std::string_view name() const { return info().name; }     // "float32"
   constexpr std::size_t itemsize() const { return info().itemsize; }  // 4
-  constexpr char kind() const { return info().kind; }  // 'f'
+  constexpr char kind() const { return info().kind; }                 // 'f'
   /// The C++ type in generated code: "float", "__half", ...
   constexpr std::string_view device_type() const { return info().device_type; }
   constexpr bool is_integer() const { return kind() == 'i' || kind() == 'u'; }
@@ -91,8 +104,8 @@ inline constexpr dtype float16{dtype_id::float16}, bfloat16{dtype_id::bfloat16},
 inline constexpr dtype complex64{dtype_id::complex64}, complex128{dtype_id::complex128};
 
 /// All dtypes, in dtype_id order (handy for table tests and loops over every type).
-inline constexpr dtype kAllDtypes[kNumDtypes] = {bool_,  int8,     int16,     int32,   int64,
-                                                 uint8,  uint16,   uint32,    uint64,  float16,
+inline constexpr dtype kAllDtypes[kNumDtypes] = {bool_,    int8,    int16,   int32,     int64,
+                                                 uint8,    uint16,  uint32,  uint64,    float16,
                                                  bfloat16, float32, float64, complex64, complex128};
 
 /// The kind of a Python-style scalar whose type is "weak" under NEP 50: it takes the array's
@@ -109,9 +122,13 @@ dtype result_type(dtype a, dtype b);
 dtype result_type(dtype a, weak_scalar s);
 
 // Host C++ type <-> dtype.
-template <class T> struct dtype_traits;  // defined for the host types below only
-#define KILN_DTYPE_TRAIT(T, D) \
-  template <> struct dtype_traits<T> { static constexpr dtype value = D; };
+template <class T>
+struct dtype_traits;  // defined for the host types below only
+#define KILN_DTYPE_TRAIT(T, D)        \
+  template <>                         \
+  struct dtype_traits<T> {            \
+    static constexpr dtype value = D; \
+  };
 KILN_DTYPE_TRAIT(bool, bool_)
 KILN_DTYPE_TRAIT(std::int8_t, int8)
 KILN_DTYPE_TRAIT(std::int16_t, int16)
@@ -129,34 +146,59 @@ KILN_DTYPE_TRAIT(std::complex<float>, complex64)
 KILN_DTYPE_TRAIT(std::complex<double>, complex128)
 #undef KILN_DTYPE_TRAIT
 // `long long` / `unsigned long long` differ from int64_t/uint64_t on LP64 but hold the same values.
-template <> struct dtype_traits<long long> { static constexpr dtype value = int64; };
-template <> struct dtype_traits<unsigned long long> { static constexpr dtype value = uint64; };
+template <>
+struct dtype_traits<long long> {
+  static constexpr dtype value = int64;
+};
+template <>
+struct dtype_traits<unsigned long long> {
+  static constexpr dtype value = uint64;
+};
 
 template <class T>
-concept host_element = requires { dtype_traits<T>::value; };
+concept host_element = requires {
+  dtype_traits<T>::value;
+};
 
 template <host_element T>
-constexpr dtype dtype_of() { return dtype_traits<T>::value; }
+constexpr dtype dtype_of() {
+  return dtype_traits<T>::value;
+}
 
 /// Calls f(T{}) with the host type T of `t` (bool, int8_t, ..., kiln::half, std::complex<double>).
 template <class F>
 decltype(auto) visit_dtype(dtype t, F&& f) {
   switch (t.id()) {
-    case dtype_id::bool_: return f(bool{});
-    case dtype_id::int8: return f(std::int8_t{});
-    case dtype_id::int16: return f(std::int16_t{});
-    case dtype_id::int32: return f(std::int32_t{});
-    case dtype_id::int64: return f(std::int64_t{});
-    case dtype_id::uint8: return f(std::uint8_t{});
-    case dtype_id::uint16: return f(std::uint16_t{});
-    case dtype_id::uint32: return f(std::uint32_t{});
-    case dtype_id::uint64: return f(std::uint64_t{});
-    case dtype_id::float16: return f(half{});
-    case dtype_id::bfloat16: return f(bf16{});
-    case dtype_id::float32: return f(float{});
-    case dtype_id::float64: return f(double{});
-    case dtype_id::complex64: return f(std::complex<float>{});
-    default: return f(std::complex<double>{});
+    case dtype_id::bool_:
+      return f(bool{});
+    case dtype_id::int8:
+      return f(std::int8_t{});
+    case dtype_id::int16:
+      return f(std::int16_t{});
+    case dtype_id::int32:
+      return f(std::int32_t{});
+    case dtype_id::int64:
+      return f(std::int64_t{});
+    case dtype_id::uint8:
+      return f(std::uint8_t{});
+    case dtype_id::uint16:
+      return f(std::uint16_t{});
+    case dtype_id::uint32:
+      return f(std::uint32_t{});
+    case dtype_id::uint64:
+      return f(std::uint64_t{});
+    case dtype_id::float16:
+      return f(half{});
+    case dtype_id::bfloat16:
+      return f(bf16{});
+    case dtype_id::float32:
+      return f(float{});
+    case dtype_id::float64:
+      return f(double{});
+    case dtype_id::complex64:
+      return f(std::complex<float>{});
+    default:
+      return f(std::complex<double>{});
   }
 }
 

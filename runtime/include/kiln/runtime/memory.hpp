@@ -17,6 +17,8 @@
 //   auto& pool = kiln::get_default_memory_pool();
 //   std::size_t live = pool.used_bytes(), held = pool.total_bytes();
 //   pool.free_all_blocks();   // give cached blocks back to the driver
+#include <cuda_runtime_api.h>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -24,8 +26,6 @@
 #include <memory>
 #include <mutex>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "kiln/runtime/stream.hpp"
 
@@ -133,7 +133,7 @@ class Buffer {
   std::size_t bytes_;
   int device_;
   Stream stream_;
-  std::function<void()> release_;  // set for memory kiln does not own
+  std::function<void()> release_;       // set for memory kiln does not own
   std::shared_ptr<GraphMemory> graph_;  // set for a buffer born in a capture
 };
 

@@ -6,6 +6,8 @@
 //   kiln::Function f = m->function("my_kernel");
 //   void* args[] = {&ptr, &n};
 //   f.launch({blocks}, {256}, args, 0, kiln::current_stream_handle());
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -14,8 +16,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 struct CUmod_st;
 struct CUfunc_st;

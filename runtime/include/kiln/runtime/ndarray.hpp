@@ -78,11 +78,11 @@ class ndarray {
   ndarray reshape(const Shape& new_shape) const;
   /// The reshaped view, or nullopt when the strides do not allow one (NumPy's rule).
   std::optional<ndarray> reshape_view(const Shape& new_shape) const;
-  ndarray transpose() const;                    // reverses axes
-  ndarray transpose(const Shape& axes) const;   // permutation; ValueError if not one
+  ndarray transpose() const;                   // reverses axes
+  ndarray transpose(const Shape& axes) const;  // permutation; ValueError if not one
   ndarray T() const { return transpose(); }
   ndarray squeeze() const;
-  ndarray squeeze(std::int64_t axis) const;     // ValueError if that axis is not of length 1
+  ndarray squeeze(std::int64_t axis) const;  // ValueError if that axis is not of length 1
   ndarray expand_dims(std::int64_t axis) const;
   ndarray broadcast_to(const Shape& shape) const;
   ndarray swapaxes(std::int64_t a, std::int64_t b) const;
@@ -175,7 +175,8 @@ template <host_element T>
 ndarray asarray(std::span<const T> data, std::optional<Shape> shape = std::nullopt) {
   Shape s = shape ? *shape : Shape{std::int64_t(data.size())};
   if (shape_size(s) != std::int64_t(data.size()))
-    throw ShapeError(fmt::format("asarray: {} elements cannot take shape {}", data.size(), s.str()));
+    throw ShapeError(
+        fmt::format("asarray: {} elements cannot take shape {}", data.size(), s.str()));
   ndarray a(s, dtype_of<T>());
   a.copy_from_host(data.data());
   return a;

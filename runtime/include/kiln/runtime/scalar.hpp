@@ -22,11 +22,11 @@ class scalar {
 
   scalar(bool v) noexcept : kind_(kind::boolean), natural_(bool_) { u_ = v; }
   template <std::signed_integral T>
-    requires(!std::same_as<T, bool>)
-  scalar(T v) noexcept : kind_(kind::signed_integer), natural_(dtype_of_signed<T>()) { i_ = v; }
+  requires(!std::same_as<T, bool>) scalar(T v)
+  noexcept : kind_(kind::signed_integer), natural_(dtype_of_signed<T>()) { i_ = v; }
   template <std::unsigned_integral T>
-    requires(!std::same_as<T, bool>)
-  scalar(T v) noexcept : kind_(kind::unsigned_integer), natural_(dtype_of_unsigned<T>()) { u_ = v; }
+  requires(!std::same_as<T, bool>) scalar(T v)
+  noexcept : kind_(kind::unsigned_integer), natural_(dtype_of_unsigned<T>()) { u_ = v; }
   scalar(float v) noexcept : kind_(kind::floating), natural_(float32) { f_ = v; }
   scalar(double v) noexcept : kind_(kind::floating), natural_(float64) { f_ = v; }
   scalar(half v) noexcept : kind_(kind::floating), natural_(float16) { f_ = float(v); }
@@ -58,10 +58,12 @@ class scalar {
   std::complex<double> as_complex() const noexcept;
 
  private:
-  template <class T> static constexpr dtype dtype_of_signed() {
+  template <class T>
+  static constexpr dtype dtype_of_signed() {
     return sizeof(T) == 1 ? int8 : sizeof(T) == 2 ? int16 : sizeof(T) == 4 ? int32 : int64;
   }
-  template <class T> static constexpr dtype dtype_of_unsigned() {
+  template <class T>
+  static constexpr dtype dtype_of_unsigned() {
     return sizeof(T) == 1 ? uint8 : sizeof(T) == 2 ? uint16 : sizeof(T) == 4 ? uint32 : uint64;
   }
   kind kind_;

@@ -7,9 +7,9 @@
 //   kiln::Event start, stop;
 //   start.record(s); k(x, y); stop.record(s); stop.synchronize();
 //   float ms = kiln::Event::elapsed_ms(start, stop);
-#include <memory>
-
 #include <cuda_runtime_api.h>
+
+#include <memory>
 
 namespace kiln {
 

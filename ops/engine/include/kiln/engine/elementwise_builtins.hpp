@@ -9,7 +9,8 @@
 //   // arange/linspace and friends: one process-wide kernel per routine with fixed-dtype
 //   // scalar inputs, the output's dtype a placeholder, e.g.
 //   //   static const ElementwiseKernel arange("float64 start, float64 step", "T y",
-//   //                                         "y = kiln_cast<T>(start + i * step)", "kiln_arange");
+//   //                                         "y = kiln_cast<T>(start + i * step)",
+//   "kiln_arange");
 //   //   arange(0.0, 0.5, out);   // the output fixes the loop shape and binds T
 //
 // Scalars passed to a fixed-dtype parameter are converted with NumPy's assignment rules

@@ -65,16 +65,16 @@ struct elementwise_kernel_options {
   std::vector<std::string> options;
 };
 /// The name before 0.2.
-using elementwise_options [[deprecated("renamed elementwise_kernel_options")]] = elementwise_kernel_options;
+using elementwise_options [[deprecated("renamed elementwise_kernel_options")]] =
+    elementwise_kernel_options;
 
-class ElementwiseKernel
-    : public generated_kernel<ElementwiseKernel, codegen::ElementwiseDefinition, codegen::ElementwiseSpec> {
+class ElementwiseKernel : public generated_kernel<ElementwiseKernel, codegen::ElementwiseDefinition,
+                                                  codegen::ElementwiseSpec> {
  public:
   static constexpr const char* kKind = "elementwise";
   /// Parses and checks everything that can be checked without a GPU; throws SignatureError.
-  ElementwiseKernel(std::string_view in_params, std::string_view out_params,
-                    std::string operation, std::string_view name,
-                    elementwise_kernel_options options = {});
+  ElementwiseKernel(std::string_view in_params, std::string_view out_params, std::string operation,
+                    std::string_view name, elementwise_kernel_options options = {});
 
   /// k(inputs...), k(inputs..., outputs...) (generated_kernel's operator()), with arguments
   /// gathered at run time (a trailing launch_options is allowed).
@@ -89,7 +89,8 @@ class ElementwiseKernel
   /// allowed values).
   codegen::ElementwiseSpec make_spec(std::span<const dtype> arg_dtypes,
                                      const elementwise_layout& layout = {}) const;
-  static std::string emit(const codegen::ElementwiseDefinition& def, const codegen::ElementwiseSpec& spec);
+  static std::string emit(const codegen::ElementwiseDefinition& def,
+                          const codegen::ElementwiseSpec& spec);
 
  private:
   bool reduce_dims_, no_return_, return_tuple_;

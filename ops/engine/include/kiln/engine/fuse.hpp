@@ -53,8 +53,10 @@ auto fuse_arg(A& a) {
     return a;
 }
 
-template <class T> struct is_tuple : std::false_type {};
-template <class... T> struct is_tuple<std::tuple<T...>> : std::true_type {};
+template <class T>
+struct is_tuple : std::false_type {};
+template <class... T>
+struct is_tuple<std::tuple<T...>> : std::true_type {};
 
 }  // namespace detail
 
@@ -109,7 +111,8 @@ class fused {
         }
       };
       (one(std::get<I>(args), std::get<I>(traced)), ...);
-    }(std::make_index_sequence<n>{});
+    }
+    (std::make_index_sequence<n>{});
   }
   static bool is_leaf_of(const expr& t, const ndarray& a) {
     const auto& n = t.node();

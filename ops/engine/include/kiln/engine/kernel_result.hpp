@@ -36,7 +36,9 @@ class kernel_result {
   operator ndarray() &&;                         // NOLINT
   /// Shorthand for array().get<T>().
   template <host_element T>
-  std::vector<T> get() const { return array().get<T>(); }
+  std::vector<T> get() const {
+    return array().get<T>();
+  }
   std::vector<ndarray> to_vector() const { return {begin(), end()}; }
 
   // Building (used by kernels).

@@ -2,9 +2,9 @@
 // Per-call options of a kernel call, passed as the last argument:
 //
 //   k(x, y, kiln::launch_options{.block_size = 128});
-//   k(x, y, z, kiln::launch_options{.stream = &s});            // runs on s (s's device must be current)
-//   fill_raw(out, kiln::launch_options{.size = n});              // every array argument is raw
-//   raw(grid, block, x, n, kiln::launch_options{.shared_mem = 64 << 10});   // RawKernel
+//   k(x, y, z, kiln::launch_options{.stream = &s});            // runs on s (s's device must be
+//   current) fill_raw(out, kiln::launch_options{.size = n});              // every array argument
+//   is raw raw(grid, block, x, n, kiln::launch_options{.shared_mem = 64 << 10});   // RawKernel
 #include <cstddef>
 #include <cstdint>
 

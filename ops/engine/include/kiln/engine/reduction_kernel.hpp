@@ -60,10 +60,11 @@ struct reduction_kernel_options {
   std::vector<std::string> options;
 };
 /// The name before 0.2 (too close to the per-call reduce_options).
-using reduction_options [[deprecated("renamed reduction_kernel_options")]] = reduction_kernel_options;
+using reduction_options [[deprecated("renamed reduction_kernel_options")]] =
+    reduction_kernel_options;
 
-class ReductionKernel
-    : public generated_kernel<ReductionKernel, codegen::ReductionDefinition, codegen::ReductionSpec> {
+class ReductionKernel : public generated_kernel<ReductionKernel, codegen::ReductionDefinition,
+                                                codegen::ReductionSpec> {
  public:
   static constexpr const char* kKind = "reduction";
   /// Parses and checks everything that can be checked without a GPU; throws SignatureError.
@@ -84,7 +85,8 @@ class ReductionKernel
   /// last reduced dim (lane group, block, split block; every vector width), strided rows
   /// (the same three), outer columns (plain and split; every vector width); 32/64-bit indices.
   std::vector<codegen::ReductionSpec> specs(const aot_target& target) const;
-  static std::string emit(const codegen::ReductionDefinition& def, const codegen::ReductionSpec& spec);
+  static std::string emit(const codegen::ReductionDefinition& def,
+                          const codegen::ReductionSpec& spec);
 
  private:
   bool return_tuple_ = false;

@@ -4,10 +4,11 @@
 // (CUDA events recorded on the current stream before and after the call; the end event is
 // waited for after each run, so runs do not overlap).
 //
-//   auto r = kiln::profiler::benchmark([&] { k(x, y, z); }, {.n_repeat = 100, .name = "my_kernel"});
-//   std::cout << r << "\n";
-//   // my_kernel           :    CPU:    3.104 us   +/-  0.211 (min:    2.900 / max:    4.700) us     GPU-0:   12.288 us   +/-  0.410 (min:   11.264 / max:   13.312) us
-//   double median_gpu = r.gpu_times_us[r.gpu_times_us.size() / 2];   // raw times, per run
+//   auto r = kiln::profiler::benchmark([&] { k(x, y, z); }, {.n_repeat = 100, .name =
+//   "my_kernel"}); std::cout << r << "\n";
+//   // my_kernel           :    CPU:    3.104 us   +/-  0.211 (min:    2.900 / max:    4.700) us
+//   GPU-0:   12.288 us   +/-  0.410 (min:   11.264 / max:   13.312) us double median_gpu =
+//   r.gpu_times_us[r.gpu_times_us.size() / 2];   // raw times, per run
 //
 // Options are checked (ValueError) before the device is touched. The times it reports carry
 // only two clock reads of overhead (bench: `profiler_overhead_us`, 0.01 us on an H200); the

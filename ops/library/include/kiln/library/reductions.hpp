@@ -49,56 +49,94 @@ struct numpy_reduce_args {
 /// The name before 0.2 (too close to ReductionKernel's per-call reduce_options).
 using reduce_args [[deprecated("renamed numpy_reduce_args")]] = numpy_reduce_args;
 
-ndarray sum(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray prod(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray min(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray max(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-inline ndarray amin(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {}) {
+ndarray sum(const ndarray& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+ndarray prod(const ndarray& a, axes axis = {}, bool keepdims = false,
+             const numpy_reduce_args& args = {});
+ndarray min(const ndarray& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+ndarray max(const ndarray& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+inline ndarray amin(const ndarray& a, axes axis = {}, bool keepdims = false,
+                    const numpy_reduce_args& args = {}) {
   return min(a, axis, keepdims, args);
 }
-inline ndarray amax(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {}) {
+inline ndarray amax(const ndarray& a, axes axis = {}, bool keepdims = false,
+                    const numpy_reduce_args& args = {}) {
   return max(a, axis, keepdims, args);
 }
-ndarray mean(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray var(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray std(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+ndarray mean(const ndarray& a, axes axis = {}, bool keepdims = false,
+             const numpy_reduce_args& args = {});
+ndarray var(const ndarray& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+ndarray std(const ndarray& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
 /// axis: every axis (the index into the flattened array) or one axis.
-ndarray argmin(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray argmax(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+ndarray argmin(const ndarray& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray argmax(const ndarray& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
 /// NumPy's all (named all_of: kiln::all is the ':' slice); the member is x.all().
-ndarray all_of(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray any(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray count_nonzero(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nansum(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nanprod(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nanmin(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nanmax(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nanmean(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+ndarray all_of(const ndarray& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray any(const ndarray& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+ndarray count_nonzero(const ndarray& a, axes axis = {}, bool keepdims = false,
+                      const numpy_reduce_args& args = {});
+ndarray nansum(const ndarray& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray nanprod(const ndarray& a, axes axis = {}, bool keepdims = false,
+                const numpy_reduce_args& args = {});
+ndarray nanmin(const ndarray& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray nanmax(const ndarray& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray nanmean(const ndarray& a, axes axis = {}, bool keepdims = false,
+                const numpy_reduce_args& args = {});
 
 // The same over an expression, fused (one kernel; no temporary for the expression).
-ndarray sum(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray prod(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray min(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray max(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-inline ndarray amin(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {}) {
+ndarray sum(const expr& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+ndarray prod(const expr& a, axes axis = {}, bool keepdims = false,
+             const numpy_reduce_args& args = {});
+ndarray min(const expr& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+ndarray max(const expr& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+inline ndarray amin(const expr& a, axes axis = {}, bool keepdims = false,
+                    const numpy_reduce_args& args = {}) {
   return min(a, axis, keepdims, args);
 }
-inline ndarray amax(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {}) {
+inline ndarray amax(const expr& a, axes axis = {}, bool keepdims = false,
+                    const numpy_reduce_args& args = {}) {
   return max(a, axis, keepdims, args);
 }
-ndarray mean(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray var(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray std(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray argmin(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray argmax(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray all_of(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray any(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray count_nonzero(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nansum(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nanprod(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nanmin(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nanmax(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-ndarray nanmean(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+ndarray mean(const expr& a, axes axis = {}, bool keepdims = false,
+             const numpy_reduce_args& args = {});
+ndarray var(const expr& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+ndarray std(const expr& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+ndarray argmin(const expr& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray argmax(const expr& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray all_of(const expr& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray any(const expr& a, axes axis = {}, bool keepdims = false,
+            const numpy_reduce_args& args = {});
+ndarray count_nonzero(const expr& a, axes axis = {}, bool keepdims = false,
+                      const numpy_reduce_args& args = {});
+ndarray nansum(const expr& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray nanprod(const expr& a, axes axis = {}, bool keepdims = false,
+                const numpy_reduce_args& args = {});
+ndarray nanmin(const expr& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray nanmax(const expr& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+ndarray nanmean(const expr& a, axes axis = {}, bool keepdims = false,
+                const numpy_reduce_args& args = {});
 
 // ---- mean with variance or standard deviation, in ONE pass over memory (PyTorch's var_mean,
 // std_mean; NumPy's var/std arguments: ddof, dtype). Returns {variance or std, mean}:
@@ -108,10 +146,14 @@ ndarray nanmean(const expr& a, axes axis = {}, bool keepdims = false, const nump
 //
 // Dtypes as var and mean (float64 for bool and ints, float16 accumulates in float32); empty:
 // NaN; complex: TypeError; .out is refused (two results), TypeError.
-std::pair<ndarray, ndarray> var_mean(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-std::pair<ndarray, ndarray> std_mean(const ndarray& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-std::pair<ndarray, ndarray> var_mean(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-std::pair<ndarray, ndarray> std_mean(const expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+std::pair<ndarray, ndarray> var_mean(const ndarray& a, axes axis = {}, bool keepdims = false,
+                                     const numpy_reduce_args& args = {});
+std::pair<ndarray, ndarray> std_mean(const ndarray& a, axes axis = {}, bool keepdims = false,
+                                     const numpy_reduce_args& args = {});
+std::pair<ndarray, ndarray> var_mean(const expr& a, axes axis = {}, bool keepdims = false,
+                                     const numpy_reduce_args& args = {});
+std::pair<ndarray, ndarray> std_mean(const expr& a, axes axis = {}, bool keepdims = false,
+                                     const numpy_reduce_args& args = {});
 
 // The same over a lazy expression (kiln::lazy_expr, expression.hpp; what kiln::fuse passes):
 // a node of the expression's tree, evaluated with it. With keepdims (or over every axis) it
@@ -121,36 +163,58 @@ std::pair<ndarray, ndarray> std_mean(const expr& a, axes axis = {}, bool keepdim
 //   auto x = kiln::lazy(a);
 //   auto e = kiln::exp(x - kiln::max(x, -1, true));
 //   kiln::ndarray softmax = e / kiln::sum(e, -1, true);
-//   kiln::ndarray norm = (x - kiln::mean(x, -1, true)) / kiln::sqrt(kiln::var(x, -1, true) + 1e-5f) * g + b;
+//   kiln::ndarray norm = (x - kiln::mean(x, -1, true)) / kiln::sqrt(kiln::var(x, -1, true) + 1e-5f)
+//   * g + b;
 //
 // The checks (axes, dtypes, empty inputs) run here; with {.out = z} the reduction runs now,
 // into z, and the node reads z.
-lazy_expr sum(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr prod(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr min(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr max(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-inline lazy_expr amin(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {}) {
+lazy_expr sum(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+              const numpy_reduce_args& args = {});
+lazy_expr prod(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+lazy_expr min(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+              const numpy_reduce_args& args = {});
+lazy_expr max(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+              const numpy_reduce_args& args = {});
+inline lazy_expr amin(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                      const numpy_reduce_args& args = {}) {
   return min(a, axis, keepdims, args);
 }
-inline lazy_expr amax(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {}) {
+inline lazy_expr amax(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                      const numpy_reduce_args& args = {}) {
   return max(a, axis, keepdims, args);
 }
-lazy_expr mean(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr var(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr std(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr argmin(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr argmax(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr all_of(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr any(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr count_nonzero(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr nansum(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr nanprod(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr nanmin(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr nanmax(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-lazy_expr nanmean(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+lazy_expr mean(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+               const numpy_reduce_args& args = {});
+lazy_expr var(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+              const numpy_reduce_args& args = {});
+lazy_expr std(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+              const numpy_reduce_args& args = {});
+lazy_expr argmin(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                 const numpy_reduce_args& args = {});
+lazy_expr argmax(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                 const numpy_reduce_args& args = {});
+lazy_expr all_of(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                 const numpy_reduce_args& args = {});
+lazy_expr any(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+              const numpy_reduce_args& args = {});
+lazy_expr count_nonzero(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                        const numpy_reduce_args& args = {});
+lazy_expr nansum(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                 const numpy_reduce_args& args = {});
+lazy_expr nanprod(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                  const numpy_reduce_args& args = {});
+lazy_expr nanmin(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                 const numpy_reduce_args& args = {});
+lazy_expr nanmax(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                 const numpy_reduce_args& args = {});
+lazy_expr nanmean(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                  const numpy_reduce_args& args = {});
 /// Two lazy nodes over the same input (run in one pass when evaluated together).
-std::pair<lazy_expr, lazy_expr> var_mean(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
-std::pair<lazy_expr, lazy_expr> std_mean(const lazy_expr& a, axes axis = {}, bool keepdims = false, const numpy_reduce_args& args = {});
+std::pair<lazy_expr, lazy_expr> var_mean(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                                         const numpy_reduce_args& args = {});
+std::pair<lazy_expr, lazy_expr> std_mean(const lazy_expr& a, axes axis = {}, bool keepdims = false,
+                                         const numpy_reduce_args& args = {});
 
 namespace aot {
 /// Every built-in reduction kernel (NumPy's and linalg::norm's), for ahead-of-time compiles
