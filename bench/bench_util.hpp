@@ -1,11 +1,17 @@
 #pragma once
 // Timing helpers for bench/ programs: device time with events (warm-up, median of repeats) and
 // host time with a steady clock.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "kiln/cache/kernel_record.hpp"
 #include "kiln/cache/nvrtc_compiler.hpp"
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/module.hpp"
@@ -102,6 +108,18 @@ inline paired_us median_host_us_paired(const std::function<void()>& fn,
   std::nth_element(a.begin(), a.begin() + a.size() / 2, a.end());
   std::nth_element(b.begin(), b.begin() + b.size() / 2, b.end());
   return {a[a.size() / 2], b[b.size() / 2]};
+}
+
+/// `s` as a JSON string literal, for the benchmarks' JSON output.
+inline std::string json_string(std::string_view s) {
+  std::string out;
+  cache::put_json_string(out, s);
+  return out;
+}
+
+/// `v` as a JSON number; null when it is not finite.
+inline std::string json_number(double v) {
+  return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null";
 }
 
 }  // namespace kiln::bench

@@ -39,45 +39,11 @@ extern char** environ;
 namespace {
 
 using namespace kiln;
+using bench::json_number;
+using bench::json_string;
 using clock_type = std::chrono::steady_clock;
 
 constexpr std::int64_t GiB = std::int64_t(1) << 30;
-
-// ---------------------------------------------------------------- JSON output
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          out += fmt::format("\\u{:04x}", int(c));
-        else
-          out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  return fmt::format("{:.6g}", v);
-}
 
 struct Case {
   std::string name, metric;

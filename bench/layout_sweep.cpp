@@ -36,6 +36,8 @@
 namespace {
 
 using namespace kiln;
+using bench::json_number;
+using bench::json_string;
 
 // ---------------------------------------------------------------- values
 
@@ -849,21 +851,6 @@ void run_composite(Case& c, Rng& r, std::uint64_t seed) {
 }
 
 // ---------------------------------------------------------------- output
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    if (static_cast<unsigned char>(ch) < 0x20) {
-      out += fmt::format("\\u{:04x}", int(ch));
-      continue;
-    }
-    out += ch;
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
 std::string case_json(const Case& c) {
   std::string s = fmt::format(

@@ -27,21 +27,12 @@ namespace {
 
 std::vector<std::string> g_cases, g_errors;
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n')
-      out += "\\n";
-    else if (static_cast<unsigned char>(c) >= 0x20)
-      out += c;
-  }
-  return out + "\"";
-}
+using bench::json_number;
+using bench::json_string;
 
 void add(const std::string& name, const char* metric, double value, const std::string& extra = "") {
-  g_cases.push_back(fmt::format("{{\"name\": {}, \"metric\": {}, \"value\": {:.6g}{}}}",
-                                quoted(name), quoted(metric), value, extra));
+  g_cases.push_back(fmt::format("{{\"name\": {}, \"metric\": {}, \"value\": {}{}}}",
+                                json_string(name), json_string(metric), json_number(value), extra));
   std::fprintf(stderr, "%-28s %10.4f %s\n", name.c_str(), value, metric);
 }
 
@@ -52,7 +43,7 @@ void guarded(const char* group, F&& f) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kiln_lib_bench: %s failed: %s\n", group, e.what());
     g_errors.push_back(
-        fmt::format("{{\"case\": {}, \"error\": {}}}", quoted(group), quoted(e.what())));
+        fmt::format("{{\"case\": {}, \"error\": {}}}", json_string(group), json_string(e.what())));
   }
 }
 
@@ -63,34 +54,28 @@ bool sorted_ok(const ndarray& s, std::int64_t stride) {
   return true;
 }
 
+// Sorts x (a fresh output each time, as a user's call allocates one) and records the median.
+void time_sort(const char* name, const ndarray& x) {
+  ndarray s;
+  const double ms = bench::median_device_ms(
+      [&] {
+        s = ndarray();
+        s = sort(x);
+      },
+      3, 20);
+  if (!sorted_ok(s, 997)) throw Error(std::string(name) + ": result not sorted");
+  add(name, "ms", ms);
+}
+
 void bench_sort() {
   const std::int64_t n = 50'000'000;
   auto rng = random::default_rng(1);
-  guarded("sort_50M_f32", [&] {
-    ndarray x = rng.random({n}, float32);
-    ndarray s;
-    const double ms = bench::median_device_ms(
-        [&] {
-          s = ndarray();
-          s = sort(x);
-        },
-        3, 20);
-    if (!sorted_ok(s, 997)) throw Error("sort_50M_f32: result not sorted");
-    add("sort_50M_f32", "ms", ms);
-  });
+  guarded("sort_50M_f32", [&] { time_sort("sort_50M_f32", rng.random({n}, float32)); });
   guarded("sort_50M_f64_sine", [&] {
     static const ElementwiseKernel sine("", "float64 z", "z = sin((double)i)", "bench_sine");
     ndarray x = empty({n}, float64);
     sine(x);
-    ndarray s;
-    const double ms = bench::median_device_ms(
-        [&] {
-          s = ndarray();
-          s = sort(x);
-        },
-        3, 20);
-    if (!sorted_ok(s, 997)) throw Error("sort_50M_f64_sine: result not sorted");
-    add("sort_50M_f64_sine", "ms", ms);
+    time_sort("sort_50M_f64_sine", x);
   });
 }
 
@@ -232,7 +217,7 @@ int main() {
   bench_matmul();
   bench_profiler();
   std::string out =
-      fmt::format("{{\"device\": {}, \"cases\": [", quoted(device_properties(0).name));
+      fmt::format("{{\"device\": {}, \"cases\": [", json_string(device_properties(0).name));
   for (std::size_t i = 0; i < g_cases.size(); ++i) out += (i ? ",\n  " : "\n  ") + g_cases[i];
   out += "],\n \"errors\": [";
   for (std::size_t i = 0; i < g_errors.size(); ++i) out += (i ? ", " : "") + g_errors[i];

@@ -20,8 +20,6 @@
 #include "kiln/runtime/regular_file.hpp"
 
 namespace kiln::cache {
-namespace {
-
 void put_json_string(std::string& out, std::string_view s) {
   out += '"';
   for (const char ch : s) {
@@ -54,6 +52,8 @@ void put_json_string(std::string& out, std::string_view s) {
   }
   out += '"';
 }
+
+namespace {
 
 void put_json_list(std::string& out, const std::vector<std::string>& v) {
   out += '[';

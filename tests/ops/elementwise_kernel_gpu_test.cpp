@@ -22,14 +22,9 @@ using namespace kiln;
 
 namespace {
 
-// An array of `shape` whose every byte is 0x5A: never a value a kernel would write by luck.
-ndarray poisoned(const Shape& shape, dtype t) {
-  ndarray a(shape, t);
-  std::vector<unsigned char> bytes(a.nbytes(), 0x5A);
-  a.copy_from_host(bytes.data());
-  return a;
-}
+using kiln::test::poisoned;
 
+// An array of `shape` whose every byte is 0x5A: never a value a kernel would write by luck.
 template <class T>
 double as_double(T v) {
   if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bf16>)

@@ -21,16 +21,10 @@ using test::random_vector;
 
 namespace {
 
-constexpr unsigned char kPoison = 0x5A;
+using kiln::test::kPoison;
+using kiln::test::poisoned;
 
 // An array whose every byte is 0x5A (eager, on the current stream).
-ndarray poisoned(const Shape& shape, dtype t) {
-  ndarray a(shape, t);
-  std::vector<unsigned char> bytes(a.nbytes(), kPoison);
-  a.copy_from_host(bytes.data());
-  return a;
-}
-
 template <class T>
 bool all_poison(const std::vector<T>& v) {
   std::vector<unsigned char> bytes(v.size() * sizeof(T));

@@ -16,12 +16,7 @@ using namespace kiln;
 
 namespace {
 
-ndarray poisoned(const Shape& shape, dtype t) {
-  ndarray a(shape, t);
-  std::vector<unsigned char> bytes(a.nbytes(), 0x5A);
-  if (!bytes.empty()) a.copy_from_host(bytes.data());
-  return a;
-}
+using kiln::test::poisoned;
 
 ndarray random_f32(const Shape& shape, std::vector<float>& host, double lo = -3, double hi = 3) {
   host = test::random_vector<float>(std::size_t(shape_size(shape)), lo, hi);

@@ -15,12 +15,7 @@ using namespace kiln;
 
 namespace {
 
-ndarray poisoned(const Shape& shape, dtype t) {
-  ndarray a(shape, t);
-  std::vector<unsigned char> bytes(a.nbytes(), 0x5A);
-  if (!bytes.empty()) a.copy_from_host(bytes.data());
-  return a;
-}
+using kiln::test::poisoned;
 
 // Two-pass mean and variance in float64 of float32 data (the values the GPU sees).
 std::pair<double, double> two_pass(const float* x, std::size_t n, std::size_t step = 1) {

@@ -18,12 +18,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-ndarray poisoned(const Shape& shape, dtype t) {
-  ndarray a(shape, t);
-  std::vector<unsigned char> bytes(a.nbytes(), 0x5A);
-  a.copy_from_host(bytes.data());
-  return a;
-}
+using kiln::test::poisoned;
 
 struct Mixed {  // the device declares the same struct: int, double, char -> 24 bytes, align 8
   int a;

@@ -12,12 +12,7 @@ using namespace kiln;
 
 namespace {
 
-ndarray poisoned(const Shape& shape, dtype t) {
-  ndarray a(shape, t);
-  std::vector<unsigned char> bytes(a.nbytes(), 0x5A);
-  if (!bytes.empty()) a.copy_from_host(bytes.data());
-  return a;
-}
+using kiln::test::poisoned;
 
 // Host reference: reduce `x` (C-order data of `shape`) over `mask` with f, from `init`.
 template <class F>

@@ -18,12 +18,7 @@ using namespace kiln;
 
 namespace {
 
-ndarray poisoned(const Shape& shape, dtype t) {
-  ndarray a(shape, t);
-  std::vector<unsigned char> bytes(a.nbytes(), 0x5A);
-  if (!bytes.empty()) a.copy_from_host(bytes.data());
-  return a;
-}
+using kiln::test::poisoned;
 
 axes axes_of(std::uint64_t mask, int ndim) {
   std::vector<std::int64_t> ax;

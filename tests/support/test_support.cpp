@@ -7,6 +7,13 @@
 
 namespace kiln::test {
 
+ndarray poisoned(const Shape& shape, dtype t) {
+  ndarray a(shape, t);
+  std::vector<unsigned char> bytes(a.nbytes(), kPoison);
+  if (!bytes.empty()) a.copy_from_host(bytes.data());
+  return a;
+}
+
 std::mt19937_64& rng() {
   static std::mt19937_64 g(20261121);
   return g;

@@ -9,10 +9,17 @@
 #include <vector>
 
 #include "kiln/runtime/dtype.hpp"
+#include "kiln/runtime/ndarray.hpp"
 
 namespace kiln::test {
 
 std::mt19937_64& rng();
+
+/// The byte every GPU test fills its outputs with before a kernel writes them.
+inline constexpr unsigned char kPoison = 0x5A;
+/// A new array of `shape` and `t` whose every byte is kPoison (so an element a kernel failed to
+/// write is caught by the comparison).
+ndarray poisoned(const Shape& shape, dtype t);
 
 /// Random values of host type T, away from zero, in a range safe for arithmetic tests.
 template <class T>

@@ -15,6 +15,7 @@
 //            "source":"..."}
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "kiln/cache/compile_request.hpp"
 
@@ -23,6 +24,10 @@ namespace kiln::cache {
 /// The manifest named by KILN_CACHE_RECORD, or empty when recording is off. Read once per
 /// process.
 const std::filesystem::path& record_path();
+
+/// Appends `s` to `out` as a JSON string literal (quoted; quotes, backslashes and control
+/// characters escaped): the record's lines, and the benchmarks' JSON.
+void put_json_string(std::string& out, std::string_view s);
 
 /// The JSON line (with its trailing newline) recording `req`.
 std::string record_line(const CompileRequest& req, bool compiled);
