@@ -121,10 +121,13 @@ std::string describe(const codegen::ElementwiseSpec& s) {
   if (s.layout == codegen::Layout::strided && s.vector_width > 1)
     v += " w" + std::to_string(s.vector_width);
   if (s.layout == codegen::Layout::tiled) {
-    v = "tiled staged";
+    std::string staged;
     for (int k = 0; k < s.nparams; ++k)
-      if (s.staged(k)) v += " " + std::to_string(k);
+      if (s.staged(k)) staged += " " + std::to_string(k);
+    v = staged.empty() ? "row tiles" : "tiled staged" + staged;
     if (s.ndim > 2) v += " ndim " + std::to_string(s.ndim);
+    if (s.log2_unit_cols) v += " pairs cols";
+    if (s.log2_unit_rows) v += " pairs rows";
   }
   return v + " i" + std::to_string(s.index_bits);
 }
@@ -152,7 +155,8 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
   if (const json* l = f.take("layout")) {
     if (!l->is_object())
       Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
-    Fields lf(*l, {"layout", "ndim", "index_bits", "vector_width", "raw_ndim", "staged"});
+    Fields lf(*l, {"layout", "ndim", "index_bits", "vector_width", "raw_ndim", "staged",
+                   "unit_cols", "unit_rows"});
     elementwise_layout exact;
     const std::string kind = lf.str("layout", false, "contiguous");
     if (kind != "contiguous" && kind != "strided" && kind != "tiled")
@@ -166,6 +170,8 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     exact.vector_width = lf.integer("vector_width", 1, 1, 16);
     exact.raw_ndim = lf.integer("raw_ndim", base.raw_ndim, 0, kMaxNdim);
     for (int k : lf.ints("staged", 0, kMaxParams - 1)) exact.staged |= std::uint64_t(1) << k;
+    exact.unit_cols = lf.integer("unit_cols", 1, 1, 2);
+    exact.unit_rows = lf.integer("unit_rows", 1, 1, 2);
     lf.finish();
     base.only = exact;
   }

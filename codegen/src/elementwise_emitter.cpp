@@ -308,18 +308,63 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
 
 // ---- tiled loop ----
 
+// One access of `n` elements of operand `o` at byte pointer `ptr`, elements `step` bytes
+// apart: one vector when `unit` (the step is one element; the planner checked alignment), else
+// one access per element. `regs` is a T[n] array.
+void emit_unit_load(SourceWriter& w, const ElementwiseSpec& s, const LoopOperand& o, int n,
+                    std::string_view indent, std::string_view regs, std::string_view ptr,
+                    std::string_view unit, std::string_view step) {
+  const auto t = ctype(s, o.k);
+  if (n == 1) {
+    w.line("{}{}[0] = *reinterpret_cast<const {}*>({});", indent, regs, t, ptr);
+    return;
+  }
+  w.line("{}if ({}) {{", indent, unit);
+  w.line("{}  kiln_load<{}>({}, reinterpret_cast<const {}*>({}));", indent, n, regs, t, ptr);
+  w.line("{}}} else {{", indent);
+  w.line("#pragma unroll");
+  w.line("{}  for (int kiln_j = 0; kiln_j < {}; ++kiln_j)", indent, n);
+  w.line("{}    {}[kiln_j] = *reinterpret_cast<const {}*>({} + kiln_j * {});", indent, regs, t, ptr,
+         step);
+  w.line("{}}}", indent);
+}
+
+void emit_unit_store(SourceWriter& w, const ElementwiseSpec& s, const LoopOperand& o, int n,
+                     std::string_view indent, std::string_view regs, std::string_view ptr,
+                     std::string_view unit, std::string_view step) {
+  const auto t = ctype(s, o.k);
+  if (n == 1) {
+    w.line("{}*reinterpret_cast<{}*>({}) = {}[0];", indent, t, ptr, regs);
+    return;
+  }
+  w.line("{}if ({}) {{", indent, unit);
+  w.line("{}  kiln_store<{}>(reinterpret_cast<{}*>({}), {});", indent, n, t, ptr, regs);
+  w.line("{}}} else {{", indent);
+  w.line("#pragma unroll");
+  w.line("{}  for (int kiln_j = 0; kiln_j < {}; ++kiln_j)", indent, n);
+  w.line("{}    *reinterpret_cast<{}*>({} + kiln_j * {}) = {}[kiln_j];", indent, t, ptr, step,
+         regs);
+  w.line("{}}}", indent);
+}
+
 // A tile of tr x tc elements of the (rows, cols) axes (tr * tc = 256 threads x K elements; tc
 // chosen per call, kiln_shape.kiln_t its log2; tr and tc between K and 256) per block; blocks
 // take tiles in turn (col tile fastest, then row tile, then the batch axes, unravelled once per
-// tile). For direct accesses thread t takes col t % tc of rows t / tc + k (256 / tc): operands
-// contiguous along cols are read and written in full lines. Staged operands (contiguous along
-// rows) move between memory and a shared tile [tc][tr + 1] with thread t on row t % tr of
-// cols t / tr + k (256 / tr), so their accesses run along lines too; the odd pitch keeps the
-// shared accesses free of bank conflicts. Each thread's K elements are one pointer and a
-// constant step apart, which keeps the registers (and so the occupancy) where a copy has them.
+// tile). Direct accesses move units of ud elements along the cols (ud = 1 or 2: pairs halve
+// the memory instructions of 2- and 4-byte dtypes): thread t takes cols ud * (t % (tc / ud))
+// of rows t / (tc / ud) + k (256 ud / tc), so operands contiguous along cols are read and
+// written in full lines. Staged operands (contiguous along rows) move units of us elements
+// along the rows between memory and a shared tile [tc][tr + 1], thread t on rows
+// us * (t % (tr / us)) of cols t / (tr / us) + k (256 us / tr), so their accesses run along
+// lines too; the odd pitch keeps single-element shared accesses free of bank conflicts (pairs
+// of 4-byte elements take two-way conflicts, measured cheaper than the memory instructions
+// they save). Each thread's accesses are one pointer and a constant step apart, which keeps the
+// registers (and so the occupancy) where a copy has them.
 void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   const int nd = s.ndim, rax = nd - 2, cax = nd - 1;
   const int per_thread = tiled_elements_per_thread(s);
+  const int ud = s.unit_cols(), us = s.unit_rows();
+  const int kd = per_thread / ud, ks = per_thread / us;  // accesses per thread and operand
   int log2_tile = 0;
   while ((1 << log2_tile) < kTiledThreads * per_thread) ++log2_tile;
   const auto all = loop_arrays(def, s);
@@ -328,11 +373,6 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     staged_in |= s.staged(o.k) && o.load;
     staged_out |= s.staged(o.k) && o.p->is_output;
   }
-  auto elem = [&](const LoopOperand& o, std::string_view p, std::string_view k) {
-    return fmt::format("*reinterpret_cast<{}{}*>({}_{} + {} * {}s_{})",
-                       o.p->is_output ? "" : "const ", ctype(s, o.k), p, o.p->name, k, p,
-                       o.p->name);
-  };
   for (const auto& o : all)
     if (s.staged(o.k)) {
       // Raw storage: a __shared__ array of a class type (complex) may not be constructed.
@@ -341,20 +381,30 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
       w.line("  {0}* const kiln_t_{1} = reinterpret_cast<{0}*>(kiln_sm_{1});", ctype(s, o.k),
              o.p->name);
     }
+  // Which operands take a unit in one access (uniform across the grid: no divergence).
+  for (const auto& o : all) {
+    const int n = s.staged(o.k) ? us : ud;
+    if (n > 1)
+      w.line("  const bool kiln_unit_{0} = kiln_p_{0}.kiln_s[{1}] == kiln_idx(sizeof({2}));",
+             o.p->name, s.staged(o.k) ? rax : cax, ctype(s, o.k));
+  }
   w.line("  const kiln_idx kiln_rows = kiln_shape.kiln_v[{}], kiln_cols = kiln_shape.kiln_v[{}];",
          rax, cax);
   w.line("  const int kiln_lc = int(kiln_shape.kiln_t), kiln_lr = {} - kiln_lc;", log2_tile);
   w.line("  const int kiln_pitch = (1 << kiln_lr) + 1;");
   w.line("  const int kiln_th = int(threadIdx.x);");
-  // Direct: col kiln_dc, rows kiln_dr + k kiln_dk; staged: row kiln_sr, cols kiln_sc + k kiln_sk.
+  // Direct: cols kiln_dc (+ ud), rows kiln_dr + k kiln_dk; staged: rows kiln_sr (+ us), cols
+  // kiln_sc + k kiln_sk.
+  w.line("  const int kiln_ld = kiln_lc - {}, kiln_ls = kiln_lr - {};", s.log2_unit_cols,
+         s.log2_unit_rows);
   w.line(
-      "  const int kiln_dc = kiln_th & ((1 << kiln_lc) - 1), kiln_dr = kiln_th >> kiln_lc, kiln_dk "
-      "= {} >> kiln_lc;",
-      kTiledThreads);
+      "  const int kiln_dc = (kiln_th & ((1 << kiln_ld) - 1)) << {}, kiln_dr = kiln_th >> kiln_ld, "
+      "kiln_dk = {} >> kiln_ld;",
+      s.log2_unit_cols, kTiledThreads);
   w.line(
-      "  const int kiln_sr = kiln_th & ((1 << kiln_lr) - 1), kiln_sc = kiln_th >> kiln_lr, kiln_sk "
-      "= {} >> kiln_lr;",
-      kTiledThreads);
+      "  const int kiln_sr = (kiln_th & ((1 << kiln_ls) - 1)) << {}, kiln_sc = kiln_th >> kiln_ls, "
+      "kiln_sk = {} >> kiln_ls;",
+      s.log2_unit_rows, kTiledThreads);
   // kiln_d of the rows and cols axes count their tiles.
   w.line(
       "  kiln_uidx kiln_tiles = kiln_uidx(kiln_shape.kiln_d[{}]) * "
@@ -409,6 +459,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   // This thread's first element and step, for each access pattern.
   w.line("    const kiln_idx kiln_drow = kiln_r0 + kiln_dr, kiln_dcol = kiln_c0 + kiln_dc;");
   w.line("    const kiln_idx kiln_srow = kiln_r0 + kiln_sr, kiln_scol = kiln_c0 + kiln_sc;");
+  // Whole units: the planner gave pairs only to an axis that holds whole pairs.
   w.line("    const bool kiln_dok = kiln_dcol < kiln_cols, kiln_sok = kiln_srow < kiln_rows;");
   for (const auto& o : all) {
     const auto& n = o.p->name;
@@ -428,68 +479,106 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
              rax);
     }
   }
+  auto unit_flag = [&](const LoopOperand& o, int n) {
+    return n > 1 ? "kiln_unit_" + o.p->name : std::string("true");
+  };
   if (staged_in || staged_out)
     w.line(
         "    if (kiln_tile != blockIdx.x) __syncthreads();  // the last tile's shared reads are "
         "done");
-  for (const auto& o : all) w.line("    {} kiln_r_{}[{}];", ctype(s, o.k), o.p->name, per_thread);
-  // Staged loads.
+  for (const auto& o : all)
+    w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, kd, ud);
+  // Staged loads: a unit down the rows, then each element to its place in the shared tile.
   if (staged_in) {
     w.line("#pragma unroll");
-    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", ks);
     w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
     for (const auto& o : all)
-      if (s.staged(o.k) && o.load)
-        w.line("        kiln_t_{0}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr] = {1};",
-               o.p->name, elem(o, "kiln_sp", "kiln_k"));
+      if (s.staged(o.k) && o.load) {
+        const auto& n = o.p->name;
+        w.line("        {{");
+        w.line("          {} kiln_u[{}];", ctype(s, o.k), us);
+        emit_unit_load(w, s, o, us, "          ", "kiln_u",
+                       fmt::format("kiln_sp_{0} + kiln_k * kiln_sps_{0}", n), unit_flag(o, us),
+                       fmt::format("kiln_p_{}.kiln_s[{}]", n, rax));
+        w.line("#pragma unroll");
+        w.line("          for (int kiln_j = 0; kiln_j < {}; ++kiln_j)", us);
+        w.line(
+            "            kiln_t_{}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr + kiln_j] = "
+            "kiln_u[kiln_j];",
+            n);
+        w.line("        }}");
+      }
     w.line("      }}");
   }
   // Direct loads, all issued before any store (an output may be an input).
   w.line("#pragma unroll");
-  w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
+  w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", kd);
   w.line("      if (kiln_dok && kiln_drow + kiln_k * kiln_dk < kiln_rows) {{");
   for (const auto& o : all)
-    if (!s.staged(o.k) && o.load)
-      w.line("        kiln_r_{}[kiln_k] = {};", o.p->name, elem(o, "kiln_dp", "kiln_k"));
+    if (!s.staged(o.k) && o.load) {
+      const auto& n = o.p->name;
+      emit_unit_load(w, s, o, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
+                     fmt::format("kiln_dp_{0} + kiln_k * kiln_dps_{0}", n), unit_flag(o, ud),
+                     fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
+    }
   w.line("      }}");
   if (staged_in) w.line("    __syncthreads();");
   w.line("#pragma unroll");
-  w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", per_thread);
+  w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", kd);
   w.line("      const kiln_idx kiln_r = kiln_drow + kiln_k * kiln_dk;");
   w.line("      if (kiln_dok && kiln_r < kiln_rows) {{");
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_j = 0; kiln_j < {}; ++kiln_j) {{", ud);
   w.line(
-      "        const int kiln_sh = kiln_dc * kiln_pitch + kiln_dr + kiln_k * kiln_dk;  // this "
-      "element in a shared tile");
-  w.line("        (void)kiln_sh;");
+      "          const int kiln_sh = (kiln_dc + kiln_j) * kiln_pitch + kiln_dr + kiln_k * "
+      "kiln_dk;  // this element in a shared tile");
+  w.line("          (void)kiln_sh;");
   for (const auto& o : all)
     if (s.staged(o.k) && o.load)
-      w.line("        kiln_r_{0}[kiln_k] = kiln_t_{0}[kiln_sh];", o.p->name);
+      w.line("          kiln_r_{0}[kiln_k][kiln_j] = kiln_t_{0}[kiln_sh];", o.p->name);
   w.line(
-      "        const kiln_idx kiln_i = kiln_bi + kiln_r * kiln_shape.kiln_e[{}] + kiln_dcol * "
-      "kiln_shape.kiln_e[{}];",
+      "          const kiln_idx kiln_i = kiln_bi + kiln_r * kiln_shape.kiln_e[{}] + (kiln_dcol + "
+      "kiln_j) * kiln_shape.kiln_e[{}];",
       rax, cax);
-  w.line("        {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
-           return fmt::format("kiln_r_{}[kiln_k]", p.name);
+  w.line("          {}", body_call(def, s, "kiln_i", [](int, const Param& p) {
+           return fmt::format("kiln_r_{}[kiln_k][kiln_j]", p.name);
          }));
   for (const auto& o : all)
-    if (o.p->is_output) {
-      if (s.staged(o.k))
-        w.line("        kiln_t_{0}[kiln_sh] = kiln_r_{0}[kiln_k];", o.p->name);
-      else
-        w.line("        {} = kiln_r_{}[kiln_k];", elem(o, "kiln_dp", "kiln_k"), o.p->name);
+    if (o.p->is_output && s.staged(o.k))
+      w.line("          kiln_t_{0}[kiln_sh] = kiln_r_{0}[kiln_k][kiln_j];", o.p->name);
+  w.line("        }}");
+  for (const auto& o : all)
+    if (o.p->is_output && !s.staged(o.k)) {
+      const auto& n = o.p->name;
+      emit_unit_store(w, s, o, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
+                      fmt::format("kiln_dp_{0} + kiln_k * kiln_dps_{0}", n), unit_flag(o, ud),
+                      fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
     }
   w.line("      }}");
   w.line("    }}");
   if (staged_out) {
-    // Staged stores, along the rows again.
+    // Staged stores: a unit gathered from the shared tile, down the rows again.
     w.line("    __syncthreads();");
     w.line("#pragma unroll");
-    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", per_thread);
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", ks);
     w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
     for (const auto& o : all)
-      if (s.staged(o.k) && o.p->is_output)
-        w.line("        {} = kiln_t_{}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr];",
-               elem(o, "kiln_sp", "kiln_k"), o.p->name);
+      if (s.staged(o.k) && o.p->is_output) {
+        const auto& n = o.p->name;
+        w.line("        {{");
+        w.line("          {} kiln_u[{}];", ctype(s, o.k), us);
+        w.line("#pragma unroll");
+        w.line("          for (int kiln_j = 0; kiln_j < {}; ++kiln_j)", us);
+        w.line(
+            "            kiln_u[kiln_j] = kiln_t_{}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + "
+            "kiln_sr + kiln_j];",
+            n);
+        emit_unit_store(w, s, o, us, "          ", "kiln_u",
+                        fmt::format("kiln_sp_{0} + kiln_k * kiln_sps_{0}", n), unit_flag(o, us),
+                        fmt::format("kiln_p_{}.kiln_s[{}]", n, rax));
+        w.line("        }}");
+      }
     w.line("      }}");
   }
   w.line("  }}");

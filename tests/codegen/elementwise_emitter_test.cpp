@@ -122,33 +122,49 @@ TEST_CASE(
       std::uint64_t staged;  // bit k: parameter k
       bool y_uniform;
       int ndim = 2;  // more: batch axes before (rows, cols)
+      int unit = 1;  // 2: pairs (dtypes of at most 4 bytes)
     };
-    for (const Variant v : {Variant{32, 0b00001, false}, Variant{64, 0b10001, false},
-                            Variant{32, 0b00011, false}, Variant{32, 0b10001, true},
-                            Variant{32, 0b00001, false, 3}, Variant{64, 0b10001, true, 4}}) {
-      INFO(fmt::format("{} bits {} staged {:b} y uniform {} ndim {}", t, v.bits, v.staged,
-                       v.y_uniform, v.ndim));
+    const int pair = t.itemsize() <= 4 ? 2 : 1;
+    for (const Variant v :
+         {Variant{32, 0b00001, false}, Variant{64, 0b10001, false}, Variant{32, 0b00011, false},
+          Variant{32, 0b10001, true}, Variant{32, 0b00001, false, 3},
+          Variant{64, 0b10001, true, 4}, Variant{32, 0b10010, false, 2, pair},
+          Variant{64, 0b00000, true, 3, pair}}) {
+      INFO(fmt::format("{} bits {} staged {:b} y uniform {} ndim {} unit {}", t, v.bits, v.staged,
+                       v.y_uniform, v.ndim, v.unit));
       auto spec = k.make_spec(types, {.layout = Layout::tiled,
                                       .ndim = v.ndim,
                                       .index_bits = v.bits,
                                       .raw_ndim = 2,
-                                      .staged = v.staged});
+                                      .staged = v.staged,
+                                      .unit_cols = v.unit,
+                                      .unit_rows = v.staged ? v.unit : 1});
       if (v.y_uniform) spec.set_param(1, t, OperandKind::uniform);
       spec.set_param(3, t, OperandKind::scalar);
       CHECK(spec.layout == Layout::tiled);
       const std::string src = k.source(spec);
-      CHECK_THAT(src, Catch::Contains("__shared__ __align__(16) unsigned char kiln_sm_x["));
+      CHECK((src.find("__shared__ __align__(16) unsigned char kiln_sm_x[") != std::string::npos) ==
+            bool(v.staged & 0b1));
+      CHECK((src.find("kiln_load<2>(") != std::string::npos) == (v.unit == 2));
       CHECK((src.find("kiln_sm_z[") != std::string::npos) == bool(v.staged & 0b10000));
       CHECK((src.find("kiln_sm_y[") != std::string::npos) == bool(v.staged & 0b10));
       check_compiles(k, spec);
     }
     auto a = acc.make_spec(std::vector<dtype>{t, t},
                            {.layout = Layout::tiled, .ndim = 2, .staged = 0b10});
-    CHECK_THAT(
-        acc.source(a),
-        Catch::Contains(
-            "kiln_t_z[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + kiln_sr] = *reinterpret_cast"));
+    CHECK_THAT(acc.source(a), Catch::Contains("kiln_t_z[(kiln_sc + kiln_k * kiln_sk) * "
+                                              "kiln_pitch + kiln_sr + kiln_j] = kiln_u[kiln_j];"));
     check_compiles(acc, a);
+    if (t.itemsize() <= 4) {  // z read and written by pairs down the rows
+      auto p = acc.make_spec(std::vector<dtype>{t, t}, {.layout = Layout::tiled,
+                                                        .ndim = 2,
+                                                        .staged = 0b10,
+                                                        .unit_cols = 2,
+                                                        .unit_rows = 2});
+      CHECK_THAT(acc.source(p), Catch::Contains("kiln_load<2>(kiln_u,"));
+      CHECK_THAT(acc.source(p), Catch::Contains("kiln_store<2>("));
+      check_compiles(acc, p);
+    }
   }
   // The ABI is the strided one, over the planned dims.
   auto spec = k.make_spec(std::vector<dtype>{float32, float32, float32, float32},

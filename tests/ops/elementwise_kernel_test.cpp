@@ -152,6 +152,19 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   const std::vector<dtype> c128(3, complex128);
   CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::tiled, .ndim = 2, .staged = 7}),
                     Catch::Contains("61440 bytes of shared memory, over 49152"));
+  // Pairs: tiled only, 1 or 2, arrays of at most 4 bytes, rows only with something staged.
+  const auto paired = k.make_spec(
+      f32, {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_cols = 2, .unit_rows = 2});
+  CHECK((paired.unit_cols() == 2 && paired.unit_rows() == 2));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .unit_cols = 2}),
+                    Catch::Contains("layout unit_cols 2 is not possible here"));
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_cols = 4}),
+      Catch::Contains("layout unit_cols 4 is not possible here"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .unit_rows = 2}),
+                    Catch::Contains("(rows: with a staged parameter)"));
+  CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::tiled, .ndim = 2, .unit_cols = 2}),
+                    Catch::Contains("at most 4 bytes wide"));
   const auto tiled = k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .staged = 5});
   CHECK(tiled.ndim == 2);
   CHECK((tiled.staged(0) && !tiled.staged(1) && tiled.staged(2)));
@@ -162,8 +175,9 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
   const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
   // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), and tiled
-  // ndim 2..3 with nothing (row tiles), x, y or both transposed, each with 32- and 64-bit indices.
-  CHECK(specs.size() == 2 * (3 + 3 + 2 * 4));
+  // ndim 2..3 with nothing (row tiles), x, y or both transposed, each by one element and by
+  // pairs, each with 32- and 64-bit indices.
+  CHECK(specs.size() == 2 * (3 + 3 + 2 * 4 * 2));
   int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0,
       rows2 = 0;
   for (const auto& s : specs) {
@@ -180,10 +194,23 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   CHECK(contiguous4 == 2);
   CHECK(strided3_64 == 1);
   CHECK(strided2_w1 == 2);
-  CHECK(tiled_x == 2);
-  CHECK(tiled_both == 2);
-  CHECK(tiled3 == 2 * 4);
-  CHECK(rows2 == 2);
+  CHECK(tiled_x == 2 * 2);
+  CHECK(tiled_both == 2 * 2);
+  CHECK(tiled3 == 2 * 4 * 2);
+  CHECK(rows2 == 2 * 2);
+  int pairs = 0;
+  for (const auto& s : specs)
+    if (s.layout == codegen::Layout::tiled && s.unit_cols() == 2) {
+      ++pairs;
+      bool any_staged = false;
+      for (int k = 0; k < 3; ++k) any_staged |= s.staged(k);
+      CHECK(s.unit_rows() == (any_staged ? 2 : 1));  // both sides by pairs, or neither
+    }
+  CHECK(pairs == 2 * 2 * 4);
+  // float64 moves 8 bytes per access already: no pairs.
+  const ElementwiseKernel k64("float64 x, float64 y", "float64 z", "z = x + y", "aot64");
+  for (const auto& s : k64.specs({.dtypes = {float64, float64}, .max_ndim = 2}))
+    CHECK((s.log2_unit_cols == 0 && s.log2_unit_rows == 0));
   // Strided widths are the planner's: float16 by 1, 4 and 8 (8 and 16 bytes), int8 by 1, 8, 16.
   const ElementwiseKernel g("T x, T y", "T z", "z = x + y", "aot_generic");
   auto strided_widths = [&](dtype t) {

@@ -11,6 +11,7 @@
 //
 //   s.layout = Layout::tiled; s.ndim = 2;          // z = x.T + y
 //   s.params[0].staged = 1;                        // x: through shared memory
+//   s.log2_unit_cols = s.log2_unit_rows = 1;       // y, z by pairs along cols, x along rows
 //
 //   s.layout = Layout::strided; s.ndim = 2;        // z = x[:, None] + y[None, :] (an outer sum)
 //   s.vector_width = 8;                            // float16: y and z by 16 bytes, x once
@@ -64,7 +65,13 @@ struct ElementwiseSpec {
   std::uint8_t vector_width = 1;  // contiguous, strided: elements per vector (16 bytes / widest)
   std::uint8_t unroll = 2;        // vectors per thread per loop iteration (default_unroll)
   std::uint8_t nparams = 0;
-  std::uint16_t reserved = 0;  // keeps the bytes defined for hashing
+  // tiled: log2 of the elements one global access moves, along the cols for direct operands
+  // and along the rows for staged ones (0: one element; 1: pairs). Each operand whose stride
+  // along that axis is one element takes the pair in one access; the planner checks those
+  // operands' alignment and that the axis holds whole pairs. 0 keeps the hashed bytes of
+  // specs from before pairs existed.
+  std::uint8_t log2_unit_cols = 0;
+  std::uint8_t log2_unit_rows = 0;
   std::array<OperandSpec, kMaxParams> params{};
 
   dtype param_dtype(int k) const {
@@ -72,6 +79,8 @@ struct ElementwiseSpec {
   }
   OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
   bool staged(int k) const { return params[std::size_t(k)].staged != 0; }
+  int unit_cols() const { return 1 << log2_unit_cols; }
+  int unit_rows() const { return 1 << log2_unit_rows; }
   void set_param(int k, dtype t, OperandKind kind, int raw_ndim = 0, bool raw_contiguous = true) {
     params[std::size_t(k)] = {static_cast<std::uint8_t>(t.id()), kind,
                               static_cast<std::uint8_t>(raw_ndim), std::uint8_t(raw_contiguous)};

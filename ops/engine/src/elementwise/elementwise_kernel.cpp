@@ -143,6 +143,18 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
               : fmt::format("allowed {} for these dtypes", allowed_widths(max_width))));
   spec.vector_width = std::uint8_t(w);
   spec.unroll = codegen::default_unroll(spec.layout, w);
+  const bool any_staged = layout.staged != 0;
+  auto check_unit = [&](const char* field, int u, bool allowed) {
+    if (u == 1) return 0;
+    if (u != 2 || !tiled || widest_array_item(spec) > 4 || !allowed)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout {} {} is not possible here: 1, or 2 for tiled kernels whose "
+          "arrays are at most 4 bytes wide{}",
+          def.name, field, u, allowed ? "" : " (rows: with a staged parameter)"));
+    return 1;
+  };
+  spec.log2_unit_cols = std::uint8_t(check_unit("unit_cols", layout.unit_cols, true));
+  spec.log2_unit_rows = std::uint8_t(check_unit("unit_rows", layout.unit_rows, any_staged));
   return spec;
 }
 
@@ -178,13 +190,19 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                                           .index_bits = bits,
                                                           .vector_width = w,
                                                           .raw_ndim = t.raw_ndim})));
+    // Pairs (unit 2) for dtypes of at most 4 bytes: along the cols, and along the rows too
+    // when something is staged (the planner gives both sides pairs or neither).
+    const int max_unit = widest_array_item(probe) <= 4 ? 2 : 1;
     for (int nd = 2; nd <= t.max_ndim; ++nd)
       for (std::uint64_t staged : tiled_patterns(probe, nin()))
-        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled,
-                                                        .ndim = nd,
-                                                        .index_bits = bits,
-                                                        .raw_ndim = t.raw_ndim,
-                                                        .staged = staged})));
+        for (int u = 1; u <= max_unit; u *= 2)
+          out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled,
+                                                          .ndim = nd,
+                                                          .index_bits = bits,
+                                                          .raw_ndim = t.raw_ndim,
+                                                          .staged = staged,
+                                                          .unit_cols = u,
+                                                          .unit_rows = staged ? u : 1})));
   }
   return out;
 }

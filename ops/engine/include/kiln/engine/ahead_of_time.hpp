@@ -43,6 +43,10 @@ struct elementwise_layout {
   /// view) and moves through shared memory; none: row tiles (broadcasts whose inputs are
   /// all smaller than the output, walked in tiles, every operand read and written directly).
   std::uint64_t staged = 0;
+  /// tiled: elements one access moves, along the cols for operands read directly and along
+  /// the rows for staged ones: 1, or 2 (pairs, for arrays of at most 4-byte dtypes; rows only
+  /// with something staged).
+  int unit_cols = 1, unit_rows = 1;
 };
 
 /// What to prepare: argument dtypes (inputs, or inputs then outputs; placeholders resolve as
@@ -53,8 +57,9 @@ struct aot_target {
   std::vector<int> scalar_inputs;
   /// Strided kernels are prepared for 1..max_ndim planned dims (views of up to max_ndim
   /// axes that cannot be merged), each with every vector width; with max_ndim >= 2 also the
-  /// tiled kernels of 2..max_ndim dims with one input transposed (each input in turn) and
-  /// with every input transposed.
+  /// tiled kernels of 2..max_ndim dims with nothing transposed (row tiles), one input
+  /// transposed (each input in turn) and every input transposed, each one element per access
+  /// and (dtypes of at most 4 bytes) by pairs.
   int max_ndim = 4;
   /// Also the 64-bit index variants (arrays whose elements or bytes pass 2^31).
   bool index64 = true;
