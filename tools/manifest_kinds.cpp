@@ -120,6 +120,8 @@ std::string describe(const codegen::ElementwiseSpec& s) {
                       : "strided ndim " + std::to_string(s.ndim);
   if (s.layout == codegen::Layout::strided && s.vector_width > 1)
     v += " w" + std::to_string(s.vector_width);
+  if (s.layout == codegen::Layout::gathered)
+    v = "gathered ndim " + std::to_string(s.ndim) + " w" + std::to_string(s.vector_width);
   if (s.layout == codegen::Layout::tiled) {
     std::string staged;
     for (int k = 0; k < s.nparams; ++k)
@@ -159,12 +161,13 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
                    "unit_cols", "unit_rows"});
     elementwise_layout exact;
     const std::string kind = lf.str("layout", false, "contiguous");
-    if (kind != "contiguous" && kind != "strided" && kind != "tiled")
+    if (kind != "contiguous" && kind != "strided" && kind != "tiled" && kind != "gathered")
       throw kiln::ValueError("field 'layout.layout' is '" + kind +
-                             "'; it is \"contiguous\", \"strided\" or \"tiled\"");
-    exact.layout = kind == "strided" ? codegen::Layout::strided
-                   : kind == "tiled" ? codegen::Layout::tiled
-                                     : codegen::Layout::contiguous;
+                             "'; it is \"contiguous\", \"strided\", \"tiled\" or \"gathered\"");
+    exact.layout = kind == "strided"    ? codegen::Layout::strided
+                   : kind == "tiled"    ? codegen::Layout::tiled
+                   : kind == "gathered" ? codegen::Layout::gathered
+                                        : codegen::Layout::contiguous;
     exact.ndim = lf.integer("ndim", 1, 1, kMaxNdim);
     exact.index_bits = lf.integer("index_bits", 32, 32, 64);
     exact.vector_width = lf.integer("vector_width", 1, 1, 16);

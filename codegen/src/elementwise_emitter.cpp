@@ -306,6 +306,155 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
   w.line("  }}");
 }
 
+// ---- gathered loop ----
+
+// Outputs C-contiguous over the loop, inputs anywhere (broadcasts along short or unaligned
+// last axes, steps, reversals): a thread takes `unroll` vectors of `vector_width` elements of
+// the flat loop, spaced by the grid (coalesced stores), unravels each vector's first element
+// once with the precomputed divisors, then walks its elements by adding each input's last-axis
+// stride, wrapping into the next row with a precomputed step (a full unravel only where a
+// vector leaves a plane of the last two axes, which the planner keeps rare). Every output
+// moves as one vector; the elements past the last whole vector run one per thread.
+void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  const int vw = s.vector_width, u = s.unroll, nd = s.ndim, last = nd - 1;
+  const auto ops = loop_arrays(def, s);
+  std::vector<LoopOperand> ins;  // gathered by strides; outputs are contiguous
+  for (const auto& o : ops)
+    if (!o.p->is_output) ins.push_back(o);
+  // Every input's last-axis stride and its step from one row's end to the next row's start;
+  // the same for the flat index i.
+  for (const auto& o : ins) {
+    w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", o.p->name, last);
+    if (nd > 1)
+      w.line(
+          "  const kiln_idx kiln_iw_{0} = kiln_p_{0}.kiln_s[{1}] - kiln_shape.kiln_v[{2}] * "
+          "kiln_is_{0};",
+          o.p->name, last - 1, last);
+  }
+  w.line("  const kiln_idx kiln_ie = kiln_shape.kiln_e[{}];", last);
+  if (nd > 1) {
+    w.line("  const kiln_idx kiln_iw = kiln_shape.kiln_e[{}] - kiln_shape.kiln_v[{}] * kiln_ie;",
+           last - 1, last);
+    w.line("  const kiln_idx kiln_nl = kiln_shape.kiln_v[{}], kiln_n2 = kiln_shape.kiln_v[{}];",
+           last, last - 1);
+  }
+  // Unravels flat element `e` into the inputs' offsets, the index and the last two coordinates.
+  auto unravel = [&](std::string_view indent, std::string_view e, bool unrolled) {
+    w.line("{}{{", indent);
+    w.line("{}  kiln_uidx kiln_rem = {};", indent, e);
+    for (const auto& o : ins) w.line("{}  kiln_o_{} = 0;", indent, o.p->name);
+    w.line("{}  kiln_ii = 0;", indent);
+    if (nd > 1) {
+      w.line("{}", unrolled ? "#pragma unroll" : "#pragma unroll 1");
+      w.line("{}  for (int kiln_d = {}; kiln_d > 0; --kiln_d) {{", indent, last);
+      w.line(
+          "{}    const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[kiln_d], "
+          "kiln_shape.kiln_s[kiln_d]);",
+          indent);
+      w.line(
+          "{}    const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * "
+          "kiln_uidx(kiln_shape.kiln_d[kiln_d]));",
+          indent);
+      w.line("{}    kiln_rem = kiln_q;", indent);
+      w.line("{}    if (kiln_d == {}) kiln_cl = kiln_c;", indent, last);
+      w.line("{}    if (kiln_d == {}) kiln_c2 = kiln_c;", indent, last - 1);
+      for (const auto& o : ins)
+        w.line("{0}    kiln_o_{1} += kiln_c * kiln_p_{1}.kiln_s[kiln_d];", indent, o.p->name);
+      w.line("{}    kiln_ii += kiln_c * kiln_shape.kiln_e[kiln_d];", indent);
+      w.line("{}  }}", indent);
+    }
+    for (const auto& o : ins)
+      w.line("{0}  kiln_o_{1} += kiln_idx(kiln_rem) * kiln_p_{1}.kiln_s[0];", indent, o.p->name);
+    w.line("{}  kiln_ii += kiln_idx(kiln_rem) * kiln_shape.kiln_e[0];", indent);
+    if (nd == 2) w.line("{}  kiln_c2 = kiln_idx(kiln_rem);", indent);
+    w.line("{}}}", indent);
+  };
+  auto elem = [&](const LoopOperand& o, std::string_view off) {
+    return fmt::format("*reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + {})", ctype(s, o.k),
+                       o.p->name, off);
+  };
+  auto out_ptr = [&](const LoopOperand& o, std::string_view e) {
+    return fmt::format("reinterpret_cast<{}*>(kiln_p_{}.kiln_p) + {}", ctype(s, o.k), o.p->name,
+                       e);
+  };
+  w.line("  const kiln_uidx kiln_items = kiln_uidx(kiln_n) / {};", vw);
+  w.line(
+      "  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_items; kiln_v += {} * kiln_nthreads) {{",
+      u);
+  for (const auto& o : ops) w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, u, vw);
+  w.line("    kiln_idx kiln_i[{}][{}];", u, vw);
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
+  w.line("      if (kiln_t < kiln_items) {{");
+  for (const auto& o : ins) w.line("        kiln_idx kiln_o_{};", o.p->name);
+  w.line("        kiln_idx kiln_ii, kiln_cl = 0, kiln_c2 = 0;");
+  w.line("        (void)kiln_cl; (void)kiln_c2;");
+  unravel("        ", fmt::format("kiln_t * {}", vw), true);
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+  w.line("          if (kiln_k > 0) {{");
+  for (const auto& o : ins) w.line("            kiln_o_{0} += kiln_is_{0};", o.p->name);
+  w.line("            kiln_ii += kiln_ie;");
+  if (nd > 1) {
+    w.line("            if (++kiln_cl == kiln_nl) {{");
+    w.line("              kiln_cl = 0;");
+    for (const auto& o : ins) w.line("              kiln_o_{0} += kiln_iw_{0};", o.p->name);
+    w.line("              kiln_ii += kiln_iw;");
+    w.line("              if (++kiln_c2 == kiln_n2)  // the next plane: unravel again");
+    unravel("                ", fmt::format("kiln_t * {} + kiln_uidx(kiln_k)", vw), false);
+    w.line("            }}");
+  }
+  w.line("          }}");
+  for (const auto& o : ins)
+    if (o.load) w.line("          kiln_r_{}[kiln_u][kiln_k] = {};", o.p->name, elem(o, fmt::format("kiln_o_{}", o.p->name)));
+  w.line("          kiln_i[kiln_u][kiln_k] = kiln_ii;");
+  w.line("        }}");
+  for (const auto& o : ops)
+    if (o.p->is_output && o.load)
+      w.line("        kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, o.p->name,
+             out_ptr(o, fmt::format("kiln_t * {}", vw)));
+  w.line("      }}");
+  w.line("    }}");
+  w.line("#pragma unroll");
+  w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
+  w.line("      if (kiln_t < kiln_items) {{");
+  w.line("#pragma unroll");
+  w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+  w.line("          {}", body_call(def, s, "kiln_i[kiln_u][kiln_k]", [](int, const Param& p) {
+           return fmt::format("kiln_r_{}[kiln_u][kiln_k]", p.name);
+         }));
+  w.line("        }}");
+  for (const auto& o : ops)
+    if (o.p->is_output)
+      w.line("        kiln_store<{}>({}, kiln_r_{}[kiln_u]);", vw,
+             out_ptr(o, fmt::format("kiln_t * {}", vw)), o.p->name);
+  w.line("      }}");
+  w.line("    }}");
+  w.line("  }}");
+  // The elements past the last whole vector: one per thread.
+  w.line(
+      "  for (kiln_uidx kiln_t = kiln_items * {} + kiln_tid; kiln_t < kiln_uidx(kiln_n); kiln_t "
+      "+= kiln_nthreads) {{",
+      vw);
+  for (const auto& o : ins) w.line("    kiln_idx kiln_o_{};", o.p->name);
+  w.line("    kiln_idx kiln_ii, kiln_cl = 0, kiln_c2 = 0;");
+  w.line("    (void)kiln_cl; (void)kiln_c2;");
+  unravel("    ", "kiln_t", false);
+  for (const auto& o : ops) {
+    if (o.p->is_output)
+      w.line("    {0}& kiln_e_{1} = *({2});", ctype(s, o.k), o.p->name, out_ptr(o, "kiln_t"));
+    else
+      w.line("    const {} kiln_e_{} = {};", ctype(s, o.k), o.p->name,
+             elem(o, fmt::format("kiln_o_{}", o.p->name)));
+  }
+  w.line("    {}", body_call(def, s, "kiln_ii", [](int, const Param& p) {
+           return fmt::format("kiln_e_{}", p.name);
+         }));
+  w.line("  }}");
+}
+
 // ---- tiled loop ----
 
 // One access of `n` elements of operand `o` at byte pointer `ptr`, elements `step` bytes
@@ -642,6 +791,8 @@ std::string emit_elementwise(const ElementwiseDefinition& def, const Elementwise
     w.line("  const kiln_uidx kiln_nthreads = kiln_uidx(gridDim.x) * blockDim.x;");
     if (s.layout == Layout::strided)
       emit_strided(w, def, s);
+    else if (s.layout == Layout::gathered)
+      emit_gathered(w, def, s);
     else
       emit_contiguous(w, def, s);
   }

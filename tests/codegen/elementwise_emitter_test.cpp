@@ -110,6 +110,36 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "every dtype of at most 4 bytes compiles gathered (contiguous outputs, inputs stepped), "
+    "with an output read first, uniform and raw parameters, 1 to 4 dims and 32/64-bit indices",
+    "[codegen]") {
+  ElementwiseKernel k("T x, T y, raw T r", "T z", "z = x - y + r[i]", "gathered_all");
+  ElementwiseKernel acc("T x", "T z", "z += x * T(2)", "gathered_accumulate");
+  for (dtype t : kAllDtypes) {
+    if (t.itemsize() > 4) continue;
+    const int wide = int(16 / t.itemsize());
+    for (int nd = 1; nd <= 4; ++nd) {
+      const int bits = nd % 2 ? 32 : 64;
+      INFO(fmt::format("{} ndim {} bits {}", t, nd, bits));
+      auto spec = k.make_spec(
+          std::vector<dtype>{t, t, t},
+          {.layout = Layout::gathered, .ndim = nd, .index_bits = bits, .vector_width = wide});
+      if (nd == 3) spec.set_param(1, t, OperandKind::uniform);
+      const std::string src = k.source(spec);
+      CHECK_THAT(src, Catch::Contains(fmt::format("kiln_store<{}>(", wide)));
+      CHECK((src.find("the next plane: unravel again") != std::string::npos) == (nd > 1));
+      check_compiles(k, spec);
+      auto a = acc.make_spec(std::vector<dtype>{t, t}, {.layout = Layout::gathered,
+                                                        .ndim = nd,
+                                                        .index_bits = bits,
+                                                        .vector_width = wide});
+      CHECK_THAT(acc.source(a), Catch::Contains(fmt::format("kiln_load<{}>(kiln_r_z[kiln_u]", wide)));
+      check_compiles(acc, a);
+    }
+  }
+}
+
+TEST_CASE(
     "every dtype compiles tiled (transposed operands through shared memory), with raw, "
     "scalar and uniform parameters and 32/64-bit indices",
     "[codegen]") {

@@ -152,6 +152,12 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   const std::vector<dtype> c128(3, complex128);
   CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::tiled, .ndim = 2, .staged = 7}),
                     Catch::Contains("61440 bytes of shared memory, over 49152"));
+  // Gathered: 16 bytes of the widest array dtype, at most 4 bytes wide.
+  CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 3, .vector_width = 4}).ndim == 3);
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2}),
+                    Catch::Contains("gathered kernels take 16 bytes of the widest array dtype (4)"));
+  CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::gathered, .ndim = 2}),
+                    Catch::Contains("at most 4 bytes wide"));
   // Pairs: tiled only, 1 or 2, arrays of at most 4 bytes, rows only with something staged.
   const auto paired = k.make_spec(
       f32, {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_cols = 2, .unit_rows = 2});
@@ -174,10 +180,17 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
 TEST_CASE("ahead of time, a definition and dtypes give every layout a call can ask for", "[ops]") {
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
   const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
-  // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), and tiled
-  // ndim 2..3 with nothing (row tiles), x, y or both transposed, each by one element and by
-  // pairs, each with 32- and 64-bit indices.
-  CHECK(specs.size() == 2 * (3 + 3 + 2 * 4 * 2));
+  // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), gathered
+  // ndim 1..3 (by 4), and tiled ndim 2..3 with nothing (row tiles), x, y or both transposed,
+  // each by one element and by pairs, each with 32- and 64-bit indices.
+  CHECK(specs.size() == 2 * (3 + 3 + 3 + 2 * 4 * 2));
+  int gathered = 0;
+  for (const auto& s : specs)
+    if (s.layout == codegen::Layout::gathered) {
+      ++gathered;
+      CHECK(s.vector_width == 4);
+    }
+  CHECK(gathered == 2 * 3);
   int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0,
       rows2 = 0;
   for (const auto& s : specs) {
@@ -207,10 +220,11 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
       CHECK(s.unit_rows() == (any_staged ? 2 : 1));  // both sides by pairs, or neither
     }
   CHECK(pairs == 2 * 2 * 4);
-  // float64 moves 8 bytes per access already: no pairs.
+  // float64 moves 8 bytes per access already: no pairs, no gathered loops.
   const ElementwiseKernel k64("float64 x, float64 y", "float64 z", "z = x + y", "aot64");
   for (const auto& s : k64.specs({.dtypes = {float64, float64}, .max_ndim = 2}))
-    CHECK((s.log2_unit_cols == 0 && s.log2_unit_rows == 0));
+    CHECK((s.log2_unit_cols == 0 && s.log2_unit_rows == 0 &&
+           s.layout != codegen::Layout::gathered));
   // Strided widths are the planner's: float16 by 1, 4 and 8 (8 and 16 bytes), int8 by 1, 8, 16.
   const ElementwiseKernel g("T x, T y", "T z", "z = x + y", "aot_generic");
   auto strided_widths = [&](dtype t) {

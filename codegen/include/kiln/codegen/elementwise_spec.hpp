@@ -13,6 +13,9 @@
 //   s.params[0].staged = 1;                        // x: through shared memory
 //   s.log2_unit_cols = s.log2_unit_rows = 1;       // y, z by pairs along cols, x along rows
 //
+//   s.layout = Layout::gathered; s.ndim = 4;       // z(21, 803, 384, 10) = x(..., 1) - y(803, 1, 1)
+//   s.vector_width = 8;                            // float16: z by 16 bytes, x and y gathered
+//
 //   s.layout = Layout::strided; s.ndim = 2;        // z = x[:, None] + y[None, :] (an outer sum)
 //   s.vector_width = 8;                            // float16: y and z by 16 bytes, x once
 //   s.unroll = default_unroll(s.layout, 8);
@@ -48,6 +51,11 @@ enum class Layout : std::uint8_t {
   // nothing staged (row tiles: broadcasts whose inputs are all smaller than the output) each
   // thread finds its place once per tile instead of once per element.
   tiled,
+  // Every output C-contiguous over `ndim` planned dims, inputs by byte strides (the strided
+  // ABI): each thread takes vectors of `vector_width` elements of the flat loop, unravels a
+  // vector's first element once and steps its inputs element by element (broadcasts along
+  // short or unaligned last axes, steps, reversals); outputs move as whole vectors.
+  gathered,
 };
 
 struct OperandSpec {

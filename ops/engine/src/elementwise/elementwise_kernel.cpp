@@ -82,9 +82,9 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     throw TypeError(fmt::format("kernel '{}': make_spec takes {} or {} dtypes, got {}", def.name,
                                 def.nin, n, arg_dtypes.size()));
   if (layout.layout != Layout::contiguous && layout.layout != Layout::strided &&
-      layout.layout != Layout::tiled)
-    throw ValueError(
-        fmt::format("kernel '{}': layout must be contiguous, strided or tiled", def.name));
+      layout.layout != Layout::tiled && layout.layout != Layout::gathered)
+    throw ValueError(fmt::format(
+        "kernel '{}': layout must be contiguous, strided, tiled or gathered", def.name));
   const bool tiled = layout.layout == Layout::tiled;
   const bool strided = layout.layout != Layout::contiguous;
   if (tiled && layout.ndim < 2)
@@ -134,6 +134,11 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   }
   const int max_width = int(16 / widest_array_item(spec));
   const int w = layout.vector_width;
+  if (layout.layout == Layout::gathered && (widest_array_item(spec) > 4 || w != max_width))
+    throw ValueError(fmt::format(
+        "kernel '{}': layout vector_width {} is not possible here: gathered kernels take 16 "
+        "bytes of the widest array dtype ({}), which is at most 4 bytes wide",
+        def.name, w, max_width));
   if (tiled ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
     throw ValueError(fmt::format(
         "kernel '{}': layout vector_width {} is not possible here: {} (a vector load is at most 16 "
@@ -190,6 +195,14 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                                           .index_bits = bits,
                                                           .vector_width = w,
                                                           .raw_ndim = t.raw_ndim})));
+    // Gathered loops (contiguous outputs) for dtypes of at most 4 bytes, 16-byte vectors.
+    if (widest_array_item(probe) <= 4)
+      for (int nd = 1; nd <= t.max_ndim; ++nd)
+        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
+                                                        .ndim = nd,
+                                                        .index_bits = bits,
+                                                        .vector_width = max_width,
+                                                        .raw_ndim = t.raw_ndim})));
     // Pairs (unit 2) for dtypes of at most 4 bytes: along the cols, and along the rows too
     // when something is staged (the planner gives both sides pairs or neither).
     const int max_unit = widest_array_item(probe) <= 4 ? 2 : 1;

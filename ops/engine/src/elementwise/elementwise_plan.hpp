@@ -7,6 +7,8 @@
 //               through shared memory where an access would cross lines
 //   strided     everything else (broadcasts, slices, negative steps, size-1 axes): items of
 //               consecutive elements, by vectors where strides and alignment allow
+//   gathered    a strided loop of 1- to 4-byte dtypes that takes no vectors, outputs contiguous:
+//               outputs by vectors of the flat loop, inputs stepped from one unravel per vector
 // The loop is first collapsed: size-1 axes dropped, axes ordered by the first output's strides
 // (unless the code reads the flat index i), contiguous axes merged.
 #include <array>

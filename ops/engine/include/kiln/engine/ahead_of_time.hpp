@@ -34,10 +34,11 @@ namespace kiln {
 /// One layout of an elementwise kernel, spelled out (an advanced, exact choice).
 struct elementwise_layout {
   codegen::Layout layout = codegen::Layout::contiguous;
-  int ndim = 1;         // strided: planned dims, 1..32; tiled: 2..32 (batch axes, rows, cols)
+  int ndim = 1;  // strided, gathered: planned dims, 1..32; tiled: 2..32 (batch axes, rows, cols)
   int index_bits = 32;  // 32 or 64
   int vector_width =
-      1;             // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array dtype
+      1;  // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array dtype;
+          // gathered: exactly that (arrays of at most 4 bytes)
   int raw_ndim = 1;  // ndim of every raw array parameter, 0..32
   /// tiled: bit k set = parameter k (an array) runs fastest along the rows (a transposed
   /// view) and moves through shared memory; none: row tiles (broadcasts whose inputs are
@@ -57,7 +58,8 @@ struct aot_target {
   std::vector<int> scalar_inputs;
   /// Strided kernels are prepared for 1..max_ndim planned dims (views of up to max_ndim
   /// axes that cannot be merged), each with every vector width; with max_ndim >= 2 also the
-  /// tiled kernels of 2..max_ndim dims with nothing transposed (row tiles), one input
+  /// gathered kernels of 1..max_ndim dims (contiguous outputs; dtypes of at most 4 bytes) and
+  /// the tiled kernels of 2..max_ndim dims with nothing transposed (row tiles), one input
   /// transposed (each input in turn) and every input transposed, each one element per access
   /// and (dtypes of at most 4 bytes) by pairs.
   int max_ndim = 4;
