@@ -297,22 +297,29 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   // Odd shapes collapse to 2-D and tile too; 1 x n and n x 1 collapse to 1-D.
   const ndarray a = meta({17, 8193}), b = meta({8193, 17}), c = meta({8193, 17});
   CHECK(plan_of(add, {a.T(), b, c}).layout == Layout::tiled);
+  // float32 moves pairs where both tiled axes hold whole pairs (8192 x 8192); 17 columns do
+  // not, so neither side does.
+  CHECK((xt.unit_cols() == 2 && xt.unit_rows() == 2));
+  CHECK((plan_of(add, {a.T(), b, c}).unit_cols() == 1 &&
+         plan_of(add, {a.T(), b, c}).unit_rows() == 1));
   const ndarray r = meta({1, 1000}), s = meta({1000, 1}), t = meta({1000, 1});
   CHECK(plan_of(add, {r.T(), s, t}).layout == Layout::contiguous);
   // Broadcast row and column vectors beside a full operand read directly: no transposed
-  // operand, no tile (a full input streams faster through the strided loop).
+  // operand, no tile (the contiguous output by vectors, the inputs gathered).
   const ndarray row = meta({1, 8192}), col = meta({8192, 1});
-  CHECK(plan_of(add, {row, y, z}).layout == Layout::strided);
-  CHECK(plan_of(add, {col, y, z}).layout == Layout::strided);
-  // Both broadcast (an outer sum): row tiles, nothing staged.
-  auto row_plan = plan_of(add, {row, col, z});
+  CHECK(plan_of(add, {row, y, z}).layout == Layout::gathered);
+  CHECK(plan_of(add, {col, y, z}).layout == Layout::gathered);
+  // Both broadcast (an outer sum) of float64: row tiles, nothing staged.
+  const ndarray row64 = meta({1, 8192}, float64), col64 = meta({8192, 1}, float64),
+                z64 = meta({8192, 8192}, float64);
+  auto row_plan = plan_of(add, {row64, col64, z64});
   CHECK((row_plan.layout == Layout::tiled && !row_plan.staged(0) && !row_plan.staged(1) &&
-         !row_plan.staged(2)));
+         !row_plan.staged(2) && row_plan.unit_cols() == 1));
   // A row vector beside a transposed operand: tiled, the vector read directly.
   auto mixed = plan_of(add, {row, x.T(), z});
   CHECK((mixed.layout == Layout::tiled && !mixed.staged(0) && mixed.staged(1)));
-  // A block size the tile was not written for keeps the strided path.
-  CHECK(plan_of(add, {x.T(), y, z}, {.block_size = 128}).layout == Layout::strided);
+  // A block size the tile was not written for keeps an untiled loop.
+  CHECK(plan_of(add, {x.T(), y, z}, {.block_size = 128}).layout == Layout::gathered);
   CHECK(plan_of(add, {x.T(), y, z}, {.block_size = 256}).layout == Layout::tiled);
   // Past 2^31 elements the tiled kernel indexes with 64 bits.
   const ndarray bx = meta({65536, 65536}, int8), by = meta({65536, 65536}, int8),
@@ -382,15 +389,19 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
   using codegen::Layout;
   using codegen::OperandKind;
   SECTION(
-      "broadcasts into a larger output take row tiles, 16-bit dtypes vectors along the last axis") {
-    // The outer sum x(8192, 1) + y(1, 8192): float32 in row tiles, nothing staged.
+      "broadcasts into a contiguous output are gathered, 16-bit dtypes take vectors along the "
+      "last axis where it holds them, float64 row tiles") {
+    // The outer sum x(8192, 1) + y(1, 8192): float32 gathered, z by 4.
     const ndarray col = meta({8192, 1}), row = meta({1, 8192}), z = meta({8192, 8192});
     auto outer = plan_of(add, {col, row, z});
-    CHECK(outer.layout == Layout::tiled);
+    CHECK(outer.layout == Layout::gathered);
     CHECK(outer.ndim == 2);
-    CHECK(outer.vector_width == 1);
-    CHECK((!outer.staged(0) && !outer.staged(1) && !outer.staged(2)));
+    CHECK(outer.vector_width == 4);
     CHECK((outer.kind(0) == OperandKind::array && outer.kind(1) == OperandKind::array));
+    // An output that is not contiguous (every other column of a wider array): row tiles.
+    const ndarray wide = meta({8192, 16384});
+    auto stepped_out = plan_of(add, {col, row, wide(all, slice(0, std::nullopt, 2))});
+    CHECK((stepped_out.layout == Layout::tiled && !stepped_out.staged(2)));
     // float16: y and z by 16 bytes, x once per vector.
     const ndarray hcol = meta({8192, 1}, float16), hrow = meta({1, 8192}, float16),
                   hz = meta({8192, 8192}, float16);
@@ -399,33 +410,33 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     // NCHW plus a per-channel (1, C, 1, 1): H and W merge; three planned axes.
     const ndarray x4 = meta({8, 64, 28, 28}), b = meta({1, 64, 1, 1}), z4 = meta({8, 64, 28, 28});
     auto nchw = plan_of(add, {x4, b, z4});
-    CHECK((nchw.layout == Layout::strided && nchw.ndim == 3 && nchw.vector_width == 1));
-    // The per-channel vector into a larger output: row tiles.
+    CHECK((nchw.layout == Layout::gathered && nchw.ndim == 3 && nchw.vector_width == 4));
+    // The per-channel vector into a larger output.
     const ndarray z5 = meta({8, 64, 32, 64});
     auto per_channel = plan_of(add, {meta({64, 1, 64}), meta({1, 32, 1}), z5});
-    CHECK((per_channel.layout == Layout::tiled && per_channel.ndim == 4));
+    CHECK((per_channel.layout == Layout::gathered && per_channel.ndim == 4));
     const ndarray h4 = meta({8, 64, 28, 28}, bfloat16), hb = meta({1, 64, 1, 1}, bfloat16);
     CHECK(plan_of(add, {h4, hb, h4}).vector_width == 8);  // 784 = 98 x 8
-    // A last axis of 6 float16 holds no vector of 8 bytes or more, and tiles of 8 columns would
-    // idle a quarter of their threads: one by one.
+    // A last axis of 6 float16 holds no vector of 8 bytes or more: gathered, z by 8.
     const ndarray h = meta({512, 1}, float16), h6 = meta({512, 6}, float16),
                   hr = meta({6}, float16);
-    CHECK((plan_of(add, {h, hr, h6}).layout == Layout::strided &&
-           plan_of(add, {h, hr, h6}).vector_width == 1));
-    // Too short a last axis for a tile (3): the strided loop, one element per item.
-    const ndarray h3 = meta({512, 3}, float16), hr3 = meta({3}, float16);
-    auto short_rows = plan_of(add, {h, hr3, h3});
-    CHECK((short_rows.layout == Layout::strided && short_rows.vector_width == 1 &&
-           short_rows.unroll == 4));
-    // A last axis of 28 float32 would idle an eighth of a 32-column tile: strided; 30: tiled.
-    const ndarray f28 = meta({4096, 28}), f1 = meta({4096, 1}), fr = meta({28});
+    CHECK((plan_of(add, {h, hr, h6}).layout == Layout::gathered &&
+           plan_of(add, {h, hr, h6}).vector_width == 8));
+    // Planes of the last two axes shorter than 8 vectors would unravel too often: strided.
+    const ndarray h2 = meta({4, 1}, float16), h2r = meta({6}, float16), h2z = meta({4, 6}, float16);
+    auto small = plan_of(add, {h2, h2r, h2z});
+    CHECK((small.layout == Layout::strided && small.vector_width == 1 && small.unroll == 4));
+    // float64: row tiles where a tile wastes at most a tenth of its threads, else strided: a
+    // last axis of 28 would idle an eighth of a 32-column tile; 30 does not.
+    const ndarray f28 = meta({4096, 28}, float64), f1 = meta({4096, 1}, float64),
+                  fr = meta({28}, float64);
     CHECK(plan_of(add, {f1, fr, f28}).layout == Layout::strided);
-    const ndarray f30 = meta({4096, 30}), fr30 = meta({30});
+    const ndarray f30 = meta({4096, 30}, float64), fr30 = meta({30}, float64);
     CHECK(plan_of(add, {f1, fr30, f30}).layout == Layout::tiled);
     // Size-1 axes anywhere drop out: (1, 300, 1, 8) + (64, 1, 1, 1) is a 2-D loop.
     const ndarray p = meta({1, 300, 1, 8}), q = meta({64, 1, 1, 1}), pz = meta({64, 300, 1, 8});
     auto ones = plan_of(add, {p, q, pz});
-    CHECK((ones.layout == Layout::tiled && ones.ndim == 2));
+    CHECK((ones.layout == Layout::gathered && ones.ndim == 2));
   }
   SECTION("slices keep vectors where aligned, and negative steps read vectors reversed") {
     const ndarray x = meta({4096, 4096}, float16), y = meta({4096, 2048}, float16),
@@ -436,8 +447,9 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK((window.layout == Layout::strided && window.vector_width == 8));
     auto half_window = plan_of(add, {x(slice(0, 4096, 1), slice(4, 2052, 1)), y, z});  // 8 bytes
     CHECK((half_window.layout == Layout::strided && half_window.vector_width == 4));
-    auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});  // 2 bytes off: one by one
-    CHECK((shifted.layout == Layout::strided && shifted.vector_width == 1 && shifted.unroll == 4));
+    // 2 bytes off: no vector along the last axis; gathered, z by 8.
+    auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});
+    CHECK((shifted.layout == Layout::gathered && shifted.vector_width == 8 && shifted.unroll == 2));
     // Only gathers (no operand with a unit stride), collapsing to one axis: the strided loop.
     const ndarray g = meta({4096, 4096}, float16);
     auto gathers = plan_of(add, {x(all, slice(0, std::nullopt, 2)),
@@ -450,12 +462,16 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     auto rows_reversed =
         plan_of(add, {x(slice(std::nullopt, std::nullopt, -1), slice(0, 2048, 1)), y, z});
     CHECK((rows_reversed.layout == Layout::strided && rows_reversed.vector_width == 8));
-    // float32 slices (every operand full): the strided loop, one element per item.
+    // float32 slices into a contiguous output: gathered, z by 4.
     const ndarray f = meta({4096, 4096}), fy = meta({4096, 2048});
     auto f32_window = plan_of(add, {f(all, slice(0, 2048, 1)), fy, fy});
-    CHECK((f32_window.layout == Layout::strided && f32_window.vector_width == 1));
+    CHECK((f32_window.layout == Layout::gathered && f32_window.vector_width == 4));
     const ndarray fv = meta({1 << 20});
-    CHECK(plan_of(add, {fv(slice(std::nullopt, std::nullopt, -1)), fv, fv}).layout ==
+    auto f32_reversed = plan_of(add, {fv(slice(std::nullopt, std::nullopt, -1)), fv, fv});
+    CHECK((f32_reversed.layout == Layout::gathered && f32_reversed.ndim == 1));
+    // float64 keeps the strided loop, one element per item.
+    const ndarray dv = meta({1 << 20}, float64);
+    CHECK(plan_of(add, {dv(slice(std::nullopt, std::nullopt, -1)), dv, dv}).layout ==
           Layout::strided);
   }
   SECTION("N-D permutations tile (rows axis, last axis) over the batch axes") {
@@ -474,9 +490,9 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     const ndarray l = meta({32, 64, 256}, float16), m = meta({64, 32, 256}, float16);
     auto leading = plan_of(add, {l.transpose({1, 0, 2}), m, m});
     CHECK((leading.layout == Layout::strided && leading.vector_width == 8));
-    // A transposed axis shorter than 16 reads through the caches instead of a tile.
+    // A last axis shorter than a tile's side reads through the caches instead of a tile.
     const ndarray narrow = meta({3, 100000}), nz = meta({100000, 3});
-    CHECK(plan_of(add, {narrow.T(), nz, nz}).layout == Layout::strided);
+    CHECK(plan_of(add, {narrow.T(), nz, nz}).layout == Layout::gathered);
   }
   SECTION("a permuted output orders the loop; the operation's index keeps it") {
     const ndarray x = meta({512, 768}), y = meta({512, 768}), z = meta({768, 512});

@@ -84,7 +84,6 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
     any_staged |= spec.staged(k);
   }
   if (widest == 0 || widest > 4) return;
-  if (const char* e = std::getenv("KILN_TILE_UNITS"); e && *e == '0') return;  // TEMP: A/B
   auto pairs_fit = [&](bool staged, int axis) {
     if (plan.shape[axis] % 2 != 0) return false;
     for (int j = 0; j < plan.noperands; ++j) {
@@ -209,7 +208,6 @@ int strided_vector_width(const KernelCall& c, const Operands& ops, const Element
 bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
   auto& spec = plan.spec;
   if (spec.vector_width != 1) return false;
-  if (const char* e = std::getenv("KILN_EW_GATHER"); e && *e == '0') return false;  // TEMP: A/B
   const int nd = plan.shape.size();
   std::int64_t widest = 0;
   for (int j = 0; j < plan.noperands; ++j)
