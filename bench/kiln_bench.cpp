@@ -425,10 +425,11 @@ void case_cold(const std::string& cache_dir) {
 }
 
 // 5b. Cold compiles of elementwise layouts (issue 16): a never-seen kernel run first on a
-// stepped vector (the strided loop), then on a broadcast column into a (64, 64) output (row
-// tiles), then on a transposed operand (the tiled loop), each a new kernel compiled cold; the
-// target is the contiguous one's
-// (<= 60 ms). Run last, so that nothing these compiles leave behind touches other cases.
+// stepped vector into a stepped output (the strided loop), then into a contiguous one (the
+// gathered loop), then on a broadcast column into every other column of a (64, 128) output (row
+// tiles), then on a transposed operand (the tiled loop, by pairs), each a new kernel compiled
+// cold; the target is the contiguous one's (<= 60 ms). Run last, so that nothing these
+// compiles leave behind touches other cases.
 void case_cold_layouts() {
   char nonce_buf[64];
   std::snprintf(nonce_buf, sizeof nonce_buf, "layouts_%llx_%d",
@@ -451,11 +452,15 @@ void case_cold_layouts() {
       g_errors.push_back(fmt::format(R"({{"case": "{}", "error": "wrong results"}})", name));
   };
   const ndarray v = full(Shape{128}, 2.0f, float32);
+  ndarray zw(Shape{128}, float32);
+  ndarray zw_stepped = zw(slice(0, std::nullopt, 2));
+  cold_layout("cold_compile_strided_ms", v(slice(0, std::nullopt, 2)), zw_stepped, 7.0f);
   ndarray zv(Shape{64}, float32);
-  cold_layout("cold_compile_strided_ms", v(slice(0, std::nullopt, 2)), zv, 7.0f);
+  cold_layout("cold_compile_gathered_ms", v(slice(0, std::nullopt, 2)), zv, 7.0f);
   const ndarray col = full(Shape{64, 1}, 2.0f, float32);
-  ndarray zs(Shape{64, 64}, float32);
-  cold_layout("cold_compile_row_tiles_ms", col, zs, 7.0f);
+  ndarray zs(Shape{64, 128}, float32);
+  ndarray zs_stepped = zs(all, slice(0, std::nullopt, 2));
+  cold_layout("cold_compile_row_tiles_ms", col, zs_stepped, 7.0f);
   const ndarray sq = full(Shape{64, 64}, 0.5f, float32);
   ndarray zt(Shape{64, 64}, float32);
   cold_layout("cold_compile_tiled_ms", sq.T(), zt, 2.5f);

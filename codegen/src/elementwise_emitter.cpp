@@ -376,8 +376,7 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
                        o.p->name, off);
   };
   auto out_ptr = [&](const LoopOperand& o, std::string_view e) {
-    return fmt::format("reinterpret_cast<{}*>(kiln_p_{}.kiln_p) + {}", ctype(s, o.k), o.p->name,
-                       e);
+    return fmt::format("reinterpret_cast<{}*>(kiln_p_{}.kiln_p) + {}", ctype(s, o.k), o.p->name, e);
   };
   w.line("  const kiln_uidx kiln_items = kiln_uidx(kiln_n) / {};", vw);
   w.line(
@@ -409,7 +408,9 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   }
   w.line("          }}");
   for (const auto& o : ins)
-    if (o.load) w.line("          kiln_r_{}[kiln_u][kiln_k] = {};", o.p->name, elem(o, fmt::format("kiln_o_{}", o.p->name)));
+    if (o.load)
+      w.line("          kiln_r_{}[kiln_u][kiln_k] = {};", o.p->name,
+             elem(o, fmt::format("kiln_o_{}", o.p->name)));
   w.line("          kiln_i[kiln_u][kiln_k] = kiln_ii;");
   w.line("        }}");
   for (const auto& o : ops)
@@ -451,9 +452,8 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
       w.line("    const {} kiln_e_{} = {};", ctype(s, o.k), o.p->name,
              elem(o, fmt::format("kiln_o_{}", o.p->name)));
   }
-  w.line("    {}", body_call(def, s, "kiln_ii", [](int, const Param& p) {
-           return fmt::format("kiln_e_{}", p.name);
-         }));
+  w.line("    {}", body_call(def, s, "kiln_ii",
+                             [](int, const Param& p) { return fmt::format("kiln_e_{}", p.name); }));
   w.line("  }}");
 }
 
@@ -637,8 +637,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     w.line(
         "    if (kiln_tile != blockIdx.x) __syncthreads();  // the last tile's shared reads are "
         "done");
-  for (const auto& o : all)
-    w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, kd, ud);
+  for (const auto& o : all) w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, kd, ud);
   // Staged loads: a unit down the rows, then each element to its place in the shared tile.
   if (staged_in) {
     w.line("#pragma unroll");

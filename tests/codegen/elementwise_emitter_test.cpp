@@ -129,11 +129,11 @@ TEST_CASE(
       CHECK_THAT(src, Catch::Contains(fmt::format("kiln_store<{}>(", wide)));
       CHECK((src.find("the next plane: unravel again") != std::string::npos) == (nd > 1));
       check_compiles(k, spec);
-      auto a = acc.make_spec(std::vector<dtype>{t, t}, {.layout = Layout::gathered,
-                                                        .ndim = nd,
-                                                        .index_bits = bits,
-                                                        .vector_width = wide});
-      CHECK_THAT(acc.source(a), Catch::Contains(fmt::format("kiln_load<{}>(kiln_r_z[kiln_u]", wide)));
+      auto a = acc.make_spec(
+          std::vector<dtype>{t, t},
+          {.layout = Layout::gathered, .ndim = nd, .index_bits = bits, .vector_width = wide});
+      CHECK_THAT(acc.source(a),
+                 Catch::Contains(fmt::format("kiln_load<{}>(kiln_r_z[kiln_u]", wide)));
       check_compiles(acc, a);
     }
   }
@@ -157,9 +157,8 @@ TEST_CASE(
     const int pair = t.itemsize() <= 4 ? 2 : 1;
     for (const Variant v :
          {Variant{32, 0b00001, false}, Variant{64, 0b10001, false}, Variant{32, 0b00011, false},
-          Variant{32, 0b10001, true}, Variant{32, 0b00001, false, 3},
-          Variant{64, 0b10001, true, 4}, Variant{32, 0b10010, false, 2, pair},
-          Variant{64, 0b00000, true, 3, pair}}) {
+          Variant{32, 0b10001, true}, Variant{32, 0b00001, false, 3}, Variant{64, 0b10001, true, 4},
+          Variant{32, 0b10010, false, 2, pair}, Variant{64, 0b00000, true, 3, pair}}) {
       INFO(fmt::format("{} bits {} staged {:b} y uniform {} ndim {} unit {}", t, v.bits, v.staged,
                        v.y_uniform, v.ndim, v.unit));
       auto spec = k.make_spec(types, {.layout = Layout::tiled,
@@ -186,11 +185,9 @@ TEST_CASE(
                                               "kiln_pitch + kiln_sr + kiln_j] = kiln_u[kiln_j];"));
     check_compiles(acc, a);
     if (t.itemsize() <= 4) {  // z read and written by pairs down the rows
-      auto p = acc.make_spec(std::vector<dtype>{t, t}, {.layout = Layout::tiled,
-                                                        .ndim = 2,
-                                                        .staged = 0b10,
-                                                        .unit_cols = 2,
-                                                        .unit_rows = 2});
+      auto p = acc.make_spec(
+          std::vector<dtype>{t, t},
+          {.layout = Layout::tiled, .ndim = 2, .staged = 0b10, .unit_cols = 2, .unit_rows = 2});
       CHECK_THAT(acc.source(p), Catch::Contains("kiln_load<2>(kiln_u,"));
       CHECK_THAT(acc.source(p), Catch::Contains("kiln_store<2>("));
       check_compiles(acc, p);

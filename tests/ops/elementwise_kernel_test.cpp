@@ -154,8 +154,9 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
                     Catch::Contains("61440 bytes of shared memory, over 49152"));
   // Gathered: 16 bytes of the widest array dtype, at most 4 bytes wide.
   CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 3, .vector_width = 4}).ndim == 3);
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2}),
-                    Catch::Contains("gathered kernels take 16 bytes of the widest array dtype (4)"));
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2}),
+      Catch::Contains("gathered kernels take 16 bytes of the widest array dtype (4)"));
   CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::gathered, .ndim = 2}),
                     Catch::Contains("at most 4 bytes wide"));
   // Pairs: tiled only, 1 or 2, arrays of at most 4 bytes, rows only with something staged.
@@ -223,8 +224,8 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // float64 moves 8 bytes per access already: no pairs, no gathered loops.
   const ElementwiseKernel k64("float64 x, float64 y", "float64 z", "z = x + y", "aot64");
   for (const auto& s : k64.specs({.dtypes = {float64, float64}, .max_ndim = 2}))
-    CHECK((s.log2_unit_cols == 0 && s.log2_unit_rows == 0 &&
-           s.layout != codegen::Layout::gathered));
+    CHECK(
+        (s.log2_unit_cols == 0 && s.log2_unit_rows == 0 && s.layout != codegen::Layout::gathered));
   // Strided widths are the planner's: float16 by 1, 4 and 8 (8 and 16 bytes), int8 by 1, 8, 16.
   const ElementwiseKernel g("T x, T y", "T z", "z = x + y", "aot_generic");
   auto strided_widths = [&](dtype t) {

@@ -13,8 +13,8 @@
 //   s.params[0].staged = 1;                        // x: through shared memory
 //   s.log2_unit_cols = s.log2_unit_rows = 1;       // y, z by pairs along cols, x along rows
 //
-//   s.layout = Layout::gathered; s.ndim = 4;       // z(21, 803, 384, 10) = x(..., 1) - y(803, 1, 1)
-//   s.vector_width = 8;                            // float16: z by 16 bytes, x and y gathered
+//   s.layout = Layout::gathered; s.ndim = 4;       // z(21, 803, 384, 10) = x(..., 1) - y(803, 1,
+//   1) s.vector_width = 8;                            // float16: z by 16 bytes, x and y gathered
 //
 //   s.layout = Layout::strided; s.ndim = 2;        // z = x[:, None] + y[None, :] (an outer sum)
 //   s.vector_width = 8;                            // float16: y and z by 16 bytes, x once

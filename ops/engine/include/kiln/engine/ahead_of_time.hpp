@@ -35,10 +35,9 @@ namespace kiln {
 struct elementwise_layout {
   codegen::Layout layout = codegen::Layout::contiguous;
   int ndim = 1;  // strided, gathered: planned dims, 1..32; tiled: 2..32 (batch axes, rows, cols)
-  int index_bits = 32;  // 32 or 64
-  int vector_width =
-      1;  // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array dtype;
-          // gathered: exactly that (arrays of at most 4 bytes)
+  int index_bits = 32;   // 32 or 64
+  int vector_width = 1;  // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array
+                         // dtype; gathered: exactly that (arrays of at most 4 bytes)
   int raw_ndim = 1;  // ndim of every raw array parameter, 0..32
   /// tiled: bit k set = parameter k (an array) runs fastest along the rows (a transposed
   /// view) and moves through shared memory; none: row tiles (broadcasts whose inputs are
