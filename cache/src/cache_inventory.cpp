@@ -257,13 +257,15 @@ PruneResult prune_cache(const fs::path& dir, const PruneOptions& opts) {
     return a->last_used > b->last_used;
   });
   std::uint64_t kept = 0;
+  bool full = false;  // once an entry does not fit, every older one goes too (strict LRU)
   for (const CacheFile* f : entries) {
     bool remove = opts.everything;
     if (opts.bad_entries && !f->problem.empty()) remove = true;
     if (opts.other_nvrtc && f->problem.empty() && f->other_nvrtc) remove = true;
     if (opts.older_than_s && now - f->last_used > *opts.older_than_s) remove = true;
     if (opts.max_bytes && !remove) {
-      if (kept + f->size > *opts.max_bytes)
+      full = full || kept + f->size > *opts.max_bytes;
+      if (full)
         remove = true;
       else
         kept += f->size;
