@@ -460,41 +460,31 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
 // ---- tiled loop ----
 
 // One access of `n` elements of operand `o` at byte pointer `ptr`, elements `step` bytes
-// apart: one vector when `unit` (the step is one element; the planner checked alignment), else
-// one access per element. `regs` is a T[n] array.
-void emit_unit_load(SourceWriter& w, const ElementwiseSpec& s, const LoopOperand& o, int n,
-                    std::string_view indent, std::string_view regs, std::string_view ptr,
-                    std::string_view unit, std::string_view step) {
+// apart, between memory and `regs` (a T[n] array): one vector when `unit` (the step is one
+// element; the planner checked alignment), else one access per element.
+void emit_unit_access(SourceWriter& w, const ElementwiseSpec& s, const LoopOperand& o, bool store,
+                      int n, std::string_view indent, std::string_view regs, std::string_view ptr,
+                      std::string_view unit, std::string_view step) {
   const auto t = ctype(s, o.k);
+  const std::string_view cv = store ? "" : "const ";
+  auto element = [&](std::string_view at, std::string_view k) {
+    const auto mem = fmt::format("*reinterpret_cast<{}{}*>({})", cv, t, at);
+    const auto reg = fmt::format("{}[{}]", regs, k);
+    return store ? fmt::format("{} = {};", mem, reg) : fmt::format("{} = {};", reg, mem);
+  };
   if (n == 1) {
-    w.line("{}{}[0] = *reinterpret_cast<const {}*>({});", indent, regs, t, ptr);
+    w.line("{}{}", indent, element(ptr, "0"));
     return;
   }
   w.line("{}if ({}) {{", indent, unit);
-  w.line("{}  kiln_load<{}>({}, reinterpret_cast<const {}*>({}));", indent, n, regs, t, ptr);
+  if (store)
+    w.line("{}  kiln_store<{}>(reinterpret_cast<{}*>({}), {});", indent, n, t, ptr, regs);
+  else
+    w.line("{}  kiln_load<{}>({}, reinterpret_cast<const {}*>({}));", indent, n, regs, t, ptr);
   w.line("{}}} else {{", indent);
   w.line("#pragma unroll");
   w.line("{}  for (int kiln_j = 0; kiln_j < {}; ++kiln_j)", indent, n);
-  w.line("{}    {}[kiln_j] = *reinterpret_cast<const {}*>({} + kiln_j * {});", indent, regs, t, ptr,
-         step);
-  w.line("{}}}", indent);
-}
-
-void emit_unit_store(SourceWriter& w, const ElementwiseSpec& s, const LoopOperand& o, int n,
-                     std::string_view indent, std::string_view regs, std::string_view ptr,
-                     std::string_view unit, std::string_view step) {
-  const auto t = ctype(s, o.k);
-  if (n == 1) {
-    w.line("{}*reinterpret_cast<{}*>({}) = {}[0];", indent, t, ptr, regs);
-    return;
-  }
-  w.line("{}if ({}) {{", indent, unit);
-  w.line("{}  kiln_store<{}>(reinterpret_cast<{}*>({}), {});", indent, n, t, ptr, regs);
-  w.line("{}}} else {{", indent);
-  w.line("#pragma unroll");
-  w.line("{}  for (int kiln_j = 0; kiln_j < {}; ++kiln_j)", indent, n);
-  w.line("{}    *reinterpret_cast<{}*>({} + kiln_j * {}) = {}[kiln_j];", indent, t, ptr, step,
-         regs);
+  w.line("{}    {}", indent, element(fmt::format("{} + kiln_j * {}", ptr, step), "kiln_j"));
   w.line("{}}}", indent);
 }
 
@@ -648,9 +638,9 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
         const auto& n = o.p->name;
         w.line("        {{");
         w.line("          {} kiln_u[{}];", ctype(s, o.k), us);
-        emit_unit_load(w, s, o, us, "          ", "kiln_u",
-                       fmt::format("kiln_sp_{0} + kiln_k * kiln_sps_{0}", n), unit_flag(o, us),
-                       fmt::format("kiln_p_{}.kiln_s[{}]", n, rax));
+        emit_unit_access(w, s, o, false, us, "          ", "kiln_u",
+                         fmt::format("kiln_sp_{0} + kiln_k * kiln_sps_{0}", n), unit_flag(o, us),
+                         fmt::format("kiln_p_{}.kiln_s[{}]", n, rax));
         w.line("#pragma unroll");
         w.line("          for (int kiln_j = 0; kiln_j < {}; ++kiln_j)", us);
         w.line(
@@ -668,9 +658,9 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   for (const auto& o : all)
     if (!s.staged(o.k) && o.load) {
       const auto& n = o.p->name;
-      emit_unit_load(w, s, o, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
-                     fmt::format("kiln_dp_{0} + kiln_k * kiln_dps_{0}", n), unit_flag(o, ud),
-                     fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
+      emit_unit_access(w, s, o, false, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
+                       fmt::format("kiln_dp_{0} + kiln_k * kiln_dps_{0}", n), unit_flag(o, ud),
+                       fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
     }
   w.line("      }}");
   if (staged_in) w.line("    __syncthreads();");
@@ -701,9 +691,9 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   for (const auto& o : all)
     if (o.p->is_output && !s.staged(o.k)) {
       const auto& n = o.p->name;
-      emit_unit_store(w, s, o, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
-                      fmt::format("kiln_dp_{0} + kiln_k * kiln_dps_{0}", n), unit_flag(o, ud),
-                      fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
+      emit_unit_access(w, s, o, true, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
+                       fmt::format("kiln_dp_{0} + kiln_k * kiln_dps_{0}", n), unit_flag(o, ud),
+                       fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
     }
   w.line("      }}");
   w.line("    }}");
@@ -724,9 +714,9 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
             "            kiln_u[kiln_j] = kiln_t_{}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + "
             "kiln_sr + kiln_j];",
             n);
-        emit_unit_store(w, s, o, us, "          ", "kiln_u",
-                        fmt::format("kiln_sp_{0} + kiln_k * kiln_sps_{0}", n), unit_flag(o, us),
-                        fmt::format("kiln_p_{}.kiln_s[{}]", n, rax));
+        emit_unit_access(w, s, o, true, us, "          ", "kiln_u",
+                         fmt::format("kiln_sp_{0} + kiln_k * kiln_sps_{0}", n), unit_flag(o, us),
+                         fmt::format("kiln_p_{}.kiln_s[{}]", n, rax));
         w.line("        }}");
       }
     w.line("      }}");

@@ -34,6 +34,15 @@ int transposed_axis(const ElementwisePlan& plan, const Operands& ops) {
   return -1;
 }
 
+// The widest itemsize among the loop's array operands (0 when there is none).
+std::int64_t widest_array(const KernelCall& c, const Operands& ops, const ElementwisePlan& plan) {
+  std::int64_t widest = 0;
+  for (int j = 0; j < plan.noperands; ++j)
+    if (plan.spec.kind(ops[std::size_t(j)]) == OperandKind::array)
+      widest = std::max(widest, std::int64_t(c.arrays[ops[std::size_t(j)]]->itemsize()));
+  return widest;
+}
+
 // Moves axis `from` to `to`, shifting the axes between (shape, every operand, index steps).
 void move_axis(ElementwisePlan& plan, int from, int to) {
   auto move = [&](Shape& s) {
@@ -75,15 +84,10 @@ bool plan_tiles(const KernelCall& c, ElementwisePlan& plan, int r) {
 void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
   auto& spec = plan.spec;
   const int nd = plan.shape.size();
-  std::int64_t widest = 0;
-  bool any_staged = false;
-  for (int j = 0; j < plan.noperands; ++j) {
-    const int k = ops[std::size_t(j)];
-    if (spec.kind(k) != OperandKind::array) continue;
-    widest = std::max(widest, std::int64_t(c.arrays[k]->itemsize()));
-    any_staged |= spec.staged(k);
-  }
+  const std::int64_t widest = widest_array(c, ops, plan);
   if (widest == 0 || widest > 4) return;
+  bool any_staged = false;
+  for (int j = 0; j < plan.noperands; ++j) any_staged |= spec.staged(ops[std::size_t(j)]);
   auto pairs_fit = [&](bool staged, int axis) {
     if (plan.shape[axis] % 2 != 0) return false;
     for (int j = 0; j < plan.noperands; ++j) {
@@ -170,10 +174,7 @@ bool plan_row_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& p
 // layout allows (float16 by 8: 0.74-0.95; by 2: 0.26-0.39; one by one: 0.68-0.83), else 1.
 int strided_vector_width(const KernelCall& c, const Operands& ops, const ElementwisePlan& plan) {
   const int nd = plan.shape.size(), last = nd - 1;
-  std::int64_t widest = 0;
-  for (int j = 0; j < plan.noperands; ++j)
-    if (plan.spec.kind(ops[std::size_t(j)]) == OperandKind::array)
-      widest = std::max(widest, std::int64_t(c.arrays[ops[std::size_t(j)]]->itemsize()));
+  const std::int64_t widest = widest_array(c, ops, plan);
   if (widest == 0) return 1;
   for (int w = int(16 / widest); w > 1 && codegen::strided_width_planned(w, int(widest)); w /= 2) {
     if (plan.shape[last] % w != 0) continue;
@@ -209,10 +210,7 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
   auto& spec = plan.spec;
   if (spec.vector_width != 1) return false;
   const int nd = plan.shape.size();
-  std::int64_t widest = 0;
-  for (int j = 0; j < plan.noperands; ++j)
-    if (spec.kind(ops[std::size_t(j)]) == OperandKind::array)
-      widest = std::max(widest, std::int64_t(c.arrays[ops[std::size_t(j)]]->itemsize()));
+  const std::int64_t widest = widest_array(c, ops, plan);
   if (widest == 0 || widest > 4) return false;
   const std::int64_t vw = 16 / widest;
   if (nd > 1 && plan.shape[nd - 1] * plan.shape[nd - 2] < 8 * vw) return false;
