@@ -1,7 +1,9 @@
 // Where does a cache-hit call spend its host time? A SIGPROF sampling profile of a loop of hit
 // calls of my_kernel (an ElementwiseKernel), with the argument `expr` of the fused expression
 // `sin(x) * 5 + y * y - 1` written into z, or with `reduction` of CuPy's l2norm
-// ReductionKernel on one element, or with `bare` of an empty kernel launched bare; prints one
+// ReductionKernel on one element, with `softmax` or `mean_var` of those composites under
+// kiln::fuse (a row kernel; a two-output reduction) on small arrays, or with `bare` of an empty
+// kernel launched bare; prints one
 // sampled program-counter offset per line (relative to this executable's load address), or "other
 // LIB SYMBOL" outside it (the shared object and its nearest exported symbol). Symbolize offline:
 //   hit_path_profile [expr] > pcs.txt && grep -v other pcs.txt | addr2line -f -C -e
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
   if (kiln::device_count() == 0) return std::puts("no GPU"), 0;
   const std::string_view mode = argc > 1 ? argv[1] : "";
   const bool expression = mode == "expr", reduction = mode == "reduction", bare = mode == "bare";
+  const bool softmax = mode == "softmax", mean_var = mode == "mean_var";
   const kiln::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
   const kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z",
                                   "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
@@ -62,6 +65,18 @@ int main(int argc, char** argv) {
   kiln::eval_into(kiln::sin(x) * 5 + y * y - 1, z);
   auto r = kiln::empty({}, kiln::float32);
   l2norm(x, r);
+  auto rows = kiln::ones({64, 256}, kiln::float32);
+  auto nchw = kiln::ones({4, 8, 6, 6}, kiln::float32);
+  auto softmax_fn = kiln::fuse([](auto v) {
+    auto e = kiln::exp(v - kiln::max(v, -1, true));
+    return e / kiln::sum(e, -1, true);
+  });
+  auto mean_var_fn = kiln::fuse([](auto v) {
+    const kiln::axes ax{0, 2, 3};
+    return std::make_tuple(kiln::mean(v, ax, false), kiln::var(v, ax, false));
+  });
+  softmax_fn(rows);
+  mean_var_fn(nchw);
   kiln::bench::BareLaunch bare_launch;  // `bare`: the reference the hit paths are measured against
   kiln::synchronize_device();
   dl_iterate_phdr(find_main_object, nullptr);
@@ -76,6 +91,10 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 200; ++i) kiln::eval_into(kiln::sin(x) * 5 + y * y - 1, z);
     else if (reduction)
       for (int i = 0; i < 200; ++i) l2norm(x, r);
+    else if (softmax)
+      for (int i = 0; i < 200; ++i) softmax_fn(rows);
+    else if (mean_var)
+      for (int i = 0; i < 200; ++i) mean_var_fn(nchw);
     else if (bare)
       for (int i = 0; i < 200; ++i) bare_launch();
     else

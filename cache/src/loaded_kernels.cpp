@@ -1,5 +1,6 @@
 #include "kiln/cache/loaded_kernels.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kiln/cache/compile_cache.hpp"
@@ -41,7 +42,13 @@ LoadedKernel compile_and_load(int device, MakeRequest make, const void* context,
   // Split reductions size their partials from this global (their reduce type may be a user
   // struct); asked only of modules that have it, so other loads make no failing driver call.
   if (bin.cubin.find("kiln_partial_bytes") != std::string::npos)
-    if (const auto g = out.module->global("kiln_partial_bytes")) out.partial_bytes = g->second;
+    if (const auto g = out.module->global("kiln_partial_bytes")) {
+      out.partial_bytes = g->second;
+      for (int k = 0;
+           k < int(out.blocks_per_sm.size()) && (k + 1) * 32 <= out.max_threads_per_block; ++k)
+        out.blocks_per_sm[std::size_t(k)] = std::uint8_t(
+            std::min(255, out.function.max_active_blocks_per_multiprocessor((k + 1) * 32, 0)));
+    }
   return out;
 }
 

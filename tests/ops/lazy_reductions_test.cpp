@@ -72,19 +72,35 @@ TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compi
   CHECK(k->definition().nphases == 2);  // max, then the sum that reads it
   CHECK(k->mask() == 0b10);
   compile_some(*k, row_target(softmax, float32));
-  {  // exp(x - max) is computed once per element: the sum phase keeps it for the outputs
+  {  // exp(x - max) is computed once per element: the sum phase keeps it for the outputs, in
+     // x's registers (the outputs read no x), so every spec keeps it
     const auto t = row_target(softmax, float32);
     const auto specs = k->specs(t);
-    std::size_t kept = 0;
+    std::size_t kept = 0, in_x = 0;
     for (const auto& sp : specs) {
       const std::string src = k->source(sp);
-      if (src.find("kiln_x1[kiln_i][kiln_k] = ") == std::string::npos) continue;
-      ++kept;
       const std::size_t out = src.find("kiln_s0[kiln_k] = ");
       REQUIRE(out != std::string::npos);
-      CHECK(src.substr(out, src.find('\n', out) - out).find("exp(") == std::string::npos);
+      if (src.substr(out, src.find('\n', out) - out).find("exp(") != std::string::npos) continue;
+      ++kept;
+      if (src.find("kiln_c_0[kiln_i][kiln_k] = kiln_cast<float>(exp(") != std::string::npos) ++in_x;
     }
-    CHECK(kept > 0);  // (not every spec: 8 vectors of float4 would hold too many registers)
+    CHECK(kept == specs.size());
+    CHECK(in_x == specs.size());
+  }
+  {  // Outputs that still read x: kept values of their own, up to 64 bytes a thread.
+    const lazy_expr weighted = x * e / sum(e, -1, true);
+    const RowKernel* w = aot::row_kernel(weighted);
+    REQUIRE(w);
+    int checked = 0;
+    for (const auto& sp : w->specs(row_target(weighted, float32))) {
+      if (sp.vector_width != 4 || (sp.items != 4 && sp.items != 8)) continue;
+      const bool keeps = w->source(sp).find("kiln_x1[kiln_i][kiln_k] = ") != std::string::npos;
+      CHECK(keeps == (sp.items == 4));
+      ++checked;
+    }
+    CHECK(checked > 0);
+    compile_some(*w, row_target(weighted, float32));
   }
 
   const lazy_expr log_softmax =
@@ -125,13 +141,15 @@ TEST_CASE("reductions over other axes or without keepdims do not plan as rows", 
 
 TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a block", "[ops]") {
   detail::RowPlan p;
-  // softmax rows of 4096 float32: a block of 256 lanes, 4 float4 each.
+  // softmax rows of 4096 float32: a block of 128 lanes, 8 float4 each (more of a row in
+  // flight per thread than 256 lanes of 4).
   REQUIRE(plan({16384, 4096}, 0b10,
                {no_memory({16384, 4096}, float32), no_memory({16384, 4096}, float32)}, 1, p));
   CHECK(p.spec.vector_width == 4);
-  CHECK(p.spec.items == 4);
+  CHECK(p.spec.items == 8);
   CHECK(p.spec.group == 0);
-  CHECK(p.lanes == 256);
+  CHECK(p.spec.wide == 0);
+  CHECK(p.lanes == 128);
   CHECK(p.m == 16384);
   CHECK(p.n == 4096);
   // Rows of 16384: 512 lanes of 8 float4 each.
@@ -139,6 +157,7 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
                {no_memory({64, 16384}, float32), no_memory({64, 16384}, float32)}, 1, p));
   CHECK(p.lanes == 512);
   CHECK(p.spec.items == 8);
+  CHECK(p.spec.wide == 1);  // two such blocks per SM
   // Short rows: groups of lanes, several rows per block.
   REQUIRE(plan({100000, 64}, 0b10,
                {no_memory({100000, 64}, float32), no_memory({100000, 64}, float32)}, 1, p));

@@ -57,6 +57,37 @@ TEST_CASE("reduction calls are checked before any device work", "[ops]") {
   CHECK_THROWS_WITH(k(1.0f), Catch::Contains("cannot deduce type T"));
 }
 
+TEST_CASE("a split's parts make about two waves of the blocks the compiled kernel fits", "[ops]") {
+  codegen::ReductionSpec s;
+  s.vector_width = 4;
+  // var over (0, 2, 3) of (64, 256, 56, 56): 256 rows; the kernel fits 5 blocks of 256 an SM.
+  auto g = codegen::reduction_geometry(s, 256, 64 * 56 * 56, 0, 132);
+  REQUIRE(s.split == 1);
+  CHECK(g.parts == 8);  // two waves of full SMs (8 blocks each)
+  codegen::balance_parts(g, s, 256, 5, 132);
+  CHECK(g.parts == 5);  // 1280 blocks: 1.94 waves of 660
+  CHECK(g.grid_x == 256 * 5);
+  CHECK(g.partials == 256 * 5);
+  codegen::balance_parts(g, s, 256, 0, 132);  // occupancy unknown: unchanged
+  CHECK(g.parts == 5);
+  // Columns: two waves over the column tiles.
+  s = {};
+  s.strategy = ReductionStrategy::outer;
+  s.vector_width = 4;
+  g = codegen::reduction_geometry(s, 256, 192 * 1255, 0, 132);
+  REQUIRE(s.split == 1);
+  REQUIRE(g.grid_x == 2);
+  codegen::balance_parts(g, s, 256, 3, 132);
+  CHECK(g.grid_y == 396);  // 2 * 3 * 132 blocks over 2 tiles
+  CHECK(g.partials == 396 * 256);
+  // Never more parts than the reduced elements hold.
+  s = {};
+  s.vector_width = 4;
+  g = codegen::reduction_geometry(s, 4, 40000, 0, 132);
+  codegen::balance_parts(g, s, 4, 32, 132);
+  CHECK(g.parts == g.max_parts);
+}
+
 TEST_CASE("the launch policy picks a strategy from the collapsed shape", "[ops]") {
   codegen::ReductionSpec s;
   s.vector_width = 4;

@@ -8,7 +8,9 @@
 //   const LoadedKernel& k = loaded_kernel(kernel_key(def.hash, spec, device), device,
 //                                         [&](int arch) { return request_for(spec, arch); });
 //   k.function.launch(grid, block, args.argv(), 0, stream);
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +35,10 @@ struct LoadedKernel {
   /// Bytes of one reduction partial (the `kiln_partial_bytes` global of split reduction
   /// kernels, whose reduce type may be a user struct); 0 for other kernels.
   std::size_t partial_bytes = 0;
+  /// Split reductions only: blocks of (k + 1) * 32 threads one multiprocessor holds at once
+  /// (the driver's occupancy, fetched at load), so a launch can fill the GPU in whole waves;
+  /// 0 where unknown.
+  std::array<std::uint8_t, 32> blocks_per_sm{};
 };
 
 /// Builds the compile request of a missing kernel for an architecture (e.g. 90).

@@ -60,7 +60,8 @@ struct ReductionGeometry {
   int block = kDefaultBlock;                 // threads per block (block_x * block_y)
   int block_x = kDefaultBlock, block_y = 1;  // inner_warp: lanes per row x rows; outer: column
                                              // groups x threads down the reduced elements
-  std::uint32_t parts = 1;  // split: blocks per row (inner) or per column tile (outer)
+  std::uint32_t parts = 1;      // split: blocks per row (inner) or per column tile (outer)
+  std::uint32_t max_parts = 1;  // split: the most parts that keep every block's work whole
   /// Split workspace: partial slots and zeroed counters the launch needs.
   std::int64_t partials = 0, counters = 0;
 };
@@ -75,5 +76,13 @@ struct ReductionGeometry {
 /// a multiple of 32 (outer blocks use at most kOuterMaxBlock threads of it).
 ReductionGeometry reduction_geometry(ReductionSpec& spec, std::int64_t m, std::int64_t n, int block,
                                      int sm_count);
+
+/// A split geometry's parts chosen again once the kernel is compiled and its occupancy known
+/// (`blocks_per_sm` of its blocks at once; 0: unknown, the geometry stays): about two waves of
+/// the blocks that really fit, where reduction_geometry assumed full SMs; grid and partials
+/// follow.
+///   g = reduction_geometry(spec, m, n, 0, sms);  /* compile */  balance_parts(g, spec, m, 5, sms);
+void balance_parts(ReductionGeometry& g, const ReductionSpec& spec, std::int64_t m,
+                   int blocks_per_sm, int sm_count);
 
 }  // namespace kiln::codegen

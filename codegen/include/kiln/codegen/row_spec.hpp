@@ -11,7 +11,8 @@
 //   RowSpec s;
 //   s.vector_width = 4;   // float4 loads and stores along the row
 //   s.items = 4;          // each thread holds 4 vectors: a row of up to lanes * 16 elements
-//   s.group = 0;          // a block per row (lanes = blockDim.x, up to 1024)
+//   s.group = 0;          // a block per row (lanes = blockDim.x, up to kMaxRowLanes)
+//   s.wide = 1;           // ... of kMaxRowLanes lanes: two such blocks share an SM
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -33,7 +34,10 @@ struct RowSpec {
                                   // block (256 threads); 0: a block (blockDim.x lanes, up to
                                   // kMaxRowLanes) per row
   std::uint8_t nparams = 0;
-  std::uint8_t pad_[2] = {};
+  std::uint8_t wide = 0;  // group 0 with kMaxRowLanes lanes: the launch bounds ask for two
+                          // resident blocks (at most 64 registers a thread), where the
+                          // registers a row takes would otherwise leave one block per SM
+  std::uint8_t pad_ = 0;
   std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array
 
   dtype param_dtype(int k) const {

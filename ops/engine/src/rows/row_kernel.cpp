@@ -123,13 +123,14 @@ std::vector<codegen::RowSpec> RowKernel::specs(const aot_target& t) const {
     for (int od = 1; od <= t.max_ndim; ++od)
       for (int vw = 1; vw <= int(16 / widest); vw *= 2)
         for (int items : {1, 2, 4, 8})
-          for (int group : {1, 0}) {
+          for (int shape : {1, 0, 2}) {  // a group of lanes, a block, a wide block
             codegen::RowSpec s = base;
             s.index_bits = std::uint8_t(bits);
             s.out_ndim = std::uint8_t(od);
             s.vector_width = std::uint8_t(vw);
             s.items = std::uint8_t(items);
-            s.group = std::uint8_t(group);
+            s.group = std::uint8_t(shape == 1);
+            s.wide = std::uint8_t(shape == 2);
             out.push_back(s);
           }
   return out;

@@ -13,7 +13,11 @@ using codegen::OperandKind;
 
 constexpr int kMaxLanes = codegen::kMaxRowLanes;
 constexpr int kMaxItems = 8;
-constexpr int kItems = 4;  // preferred: 8 holds longer rows, but doubles the code NVRTC compiles
+// Vectors per thread, preferred: a block holds its row in registers across the phases, so the
+// bytes one SM has in flight are its resident threads times these. 8 measured against 4 on an
+// H200, (16384, 4096) float32: layer norm 0.146 -> 0.137 ms, softmax 0.151 -> 0.148 (6 blocks
+// of 128 threads per SM against 4 of 256); NVRTC takes about 15% longer.
+constexpr int kItems = 8;
 constexpr int kGroupThreads = 256;       // a block of lane groups: 256 / lanes rows
 constexpr int kMaxCachedRegisters = 64;  // 32-bit registers a thread spends on cached leaves
 
@@ -107,6 +111,7 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   spec.vector_width = std::uint8_t(vw);
   spec.items = std::uint8_t(items);
   spec.group = lanes <= 32;
+  spec.wide = lanes == kMaxLanes;
   spec.out_ndim = std::uint8_t(kept.size());
   plan.lanes = int(lanes);
   plan.rows_per_block = spec.group ? kGroupThreads / int(lanes) : 1;
