@@ -494,10 +494,8 @@ struct Emit {
     // over (0, 1) of (192, 1255, 256) float32, 1056 parts: 0.46 -> 0.67 of the copy rate).
     // At most 64 bytes of them: 128 raised max's registers from 40 to 55, and the main loop
     // lost a third of its resident blocks.
-    w.line(
-        "  constexpr int kiln_fu = 64 / (sizeof(kiln_acc) * {0}) < 1 ? 1 : 64 / (sizeof(kiln_acc) "
-        "* {0}) > 8 ? 8 : int(64 / (sizeof(kiln_acc) * {0}));",
-        vw);
+    w.line("  constexpr int kiln_fit = int(64 / (sizeof(kiln_acc) * {}));", vw);
+    w.line("  constexpr int kiln_fu = kiln_fit < 1 ? 1 : kiln_fit > 8 ? 8 : kiln_fit;");
     w.line("  if (kiln_live)");
     w.line(
         "    for (kiln_uidx kiln_q = threadIdx.y; kiln_q < gridDim.y; kiln_q += kiln_fu * "

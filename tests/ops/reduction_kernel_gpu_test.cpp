@@ -62,24 +62,9 @@ TEST_CASE("a sum reduction matches the host over every axis subset of a 4-D arra
   std::vector<double> hd(h.begin(), h.end());
   ndarray x = asarray(h, shape);
   for (std::uint64_t mask = 1; mask < 16; ++mask) {
-    std::vector<std::int64_t> ax;
-    for (int d = 0; d < 4; ++d)
-      if (mask >> d & 1) ax.push_back(d);
-    axes a;
-    switch (ax.size()) {
-      case 1:
-        a = axes(ax[0]);
-        break;
-      case 2:
-        a = axes{ax[0], ax[1]};
-        break;
-      case 3:
-        a = axes{ax[0], ax[1], ax[2]};
-        break;
-      default:
-        a = axes();
-        break;
-    }
+    // Every axis as NumPy's axis=None, any other set as a list.
+    const auto axes_of = [](std::uint64_t m) { return m == 15 ? axes() : axes::from_mask(m); };
+    const axes a = axes_of(mask);
     INFO("mask " << mask);
     ndarray out = poisoned(reduced_shape(shape, mask, false), float32);
     sum_kernel()(x, out, reduce_options{.axis = a});
@@ -92,24 +77,7 @@ TEST_CASE("a sum reduction matches the host over every axis subset of a 4-D arra
     std::uint64_t tmask = 0;
     for (int d = 0; d < 4; ++d)
       if (mask >> d & 1) tmask |= 1ull << (3 - d);
-    axes ta;
-    std::vector<std::int64_t> tax;
-    for (int d = 0; d < 4; ++d)
-      if (tmask >> d & 1) tax.push_back(d);
-    switch (tax.size()) {
-      case 1:
-        ta = axes(tax[0]);
-        break;
-      case 2:
-        ta = axes{tax[0], tax[1]};
-        break;
-      case 3:
-        ta = axes{tax[0], tax[1], tax[2]};
-        break;
-      default:
-        ta = axes();
-        break;
-    }
+    const axes ta = axes_of(tmask);
     ndarray tr = sum_kernel()(t, reduce_options{.axis = ta});
     // The host's sums over the transpose's elements in its C order.
     const auto tf = copy(t).get<float>();

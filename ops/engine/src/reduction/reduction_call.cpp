@@ -83,27 +83,30 @@ struct ReductionKind {
     return kernel.compile_request(spec, arch);
   }
 
-  // A split's parts fill whole waves of the compiled kernel's resident blocks.
-  Launch geometry(const KernelCall& c, const Plan& p, const cache::LoadedKernel& k) const {
+  // The plan's geometry with a split's parts sized by the compiled kernel's resident blocks
+  // (integer arithmetic: geometry() and workspace() both take it from here).
+  codegen::ReductionGeometry balanced(const KernelCall& c, const Plan& p,
+                                      const cache::LoadedKernel& k) const {
     codegen::ReductionGeometry g = p.geometry;
     if (p.spec.split && g.block >= 32 && g.block <= 1024)
       codegen::balance_parts(g, p.spec, p.m, k.blocks_per_sm[std::size_t(g.block / 32 - 1)],
                              device_properties(c.device).multiprocessor_count);
+    return g;
+  }
+
+  Launch geometry(const KernelCall& c, const Plan& p, const cache::LoadedKernel& k) const {
+    const codegen::ReductionGeometry g = balanced(c, p, k);
     return {dim3(g.grid_x, g.grid_y), dim3(unsigned(g.block_x), unsigned(g.block_y))};
   }
 
-  Workspace workspace(const KernelCall& c, const Plan& p, const Launch& launch,
+  Workspace workspace(const KernelCall& c, const Plan& p, const Launch&,
                       const cache::LoadedKernel& k) const {
     if (!p.spec.split) return {};
     // Partials (their size is the loaded kernel's: the reduce type may be a user struct),
-    // then the counters the last block of each row or column tile resets; the launch's grid
-    // holds the parts geometry() chose.
-    const bool outer = p.spec.strategy == codegen::ReductionStrategy::outer;
-    const std::int64_t partials =
-        outer ? std::int64_t(launch.grid.y) * p.m : std::int64_t(launch.grid.x);
-    const std::int64_t counters = outer ? std::int64_t(launch.grid.x) : p.m;
-    const std::size_t partial_bytes = (std::size_t(partials) * k.partial_bytes + 15) / 16 * 16;
-    const std::size_t counter_bytes = std::size_t(counters) * sizeof(unsigned);
+    // then the counters the last block of each row or column tile resets.
+    const codegen::ReductionGeometry g = balanced(c, p, k);
+    const std::size_t partial_bytes = (std::size_t(g.partials) * k.partial_bytes + 15) / 16 * 16;
+    const std::size_t counter_bytes = std::size_t(g.counters) * sizeof(unsigned);
     Workspace ws;
     ws.buffer =
         std::make_shared<Buffer>(partial_bytes + counter_bytes, c.device, allocation_stream(c));
