@@ -160,6 +160,10 @@ struct Emit {
   // by `step`; the position is (run kiln_r, offset kiln_o in the run), the run being the last
   // reduced dim, so stepping costs adds and one compare, never a division.
   bool runs() const { return s.red_ndim > 1; }
+  // Rows peeled to 16-byte vectors (red_contiguous 2): kiln_head elements come before the
+  // row's first vector.
+  bool peeled() const { return s.red_contiguous == 2 && !runs(); }
+  const char* head() const { return peeled() ? "kiln_head + " : ""; }
   void walker_setup(std::string_view ind, std::string_view start, std::string_view step, int per) {
     if (!runs()) return;
     w.line("{}const kiln_uidx kiln_L = kiln_uidx(kiln_shape.kiln_v[{}]) / {};", ind, last(), per);
@@ -203,7 +207,7 @@ struct Emit {
   }
   // The position along the reduced axes (C order) of the walker's element (vector) `o`.
   std::string walker_j(std::string_view o, int per) const {
-    const std::string off = per > 1 ? fmt::format("({}) * {}", o, per) : std::string(o);
+    const std::string off = per > 1 ? fmt::format("{}({}) * {}", head(), o, per) : std::string(o);
     if (!runs()) return off;
     return fmt::format("kiln_r * kiln_uidx(kiln_shape.kiln_v[{}]) + {}", last(), off);
   }
@@ -212,8 +216,8 @@ struct Emit {
     const std::string base = fmt::format("kiln_p_{}.kiln_p + kiln_oo_{}{}", p.name, p.name,
                                          runs() ? " + kiln_ro_" + p.name : std::string());
     if (s.red_contiguous)
-      return fmt::format("reinterpret_cast<const {}*>({}) + kiln_idx({}) * {}", ctype(k), base, o,
-                         per);
+      return fmt::format("reinterpret_cast<const {}*>({}) + {}kiln_idx({}) * {}", ctype(k), base,
+                         per > 1 ? head() : "", o, per);
     return fmt::format("reinterpret_cast<const {}*>({} + kiln_idx({}) * kiln_p_{}.kiln_s[{}])",
                        ctype(k), base, o, p.name, last());
   }
@@ -249,7 +253,26 @@ struct Emit {
   // the inputs are contiguous there), then their elements mapped and added.
   void inner_loop(std::string_view ind, std::string_view t, std::string_view g) {
     const int vw = s.red_contiguous ? s.vector_width : 1;
-    w.line("{}const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", ind, vw);
+    if (peeled()) {
+      array_inputs([&](int k, const Param& p) {
+        w.line(
+            "{0}const kiln_uidx kiln_head0 = kiln_uidx((16u - unsigned(reinterpret_cast<unsigned "
+            "long long>(kiln_p_{1}.kiln_p + kiln_oo_{1}) & 15u)) & 15u) / sizeof({2});",
+            ind, p.name, ctype(k));
+      });
+      w.line(
+          "{}const kiln_uidx kiln_head = kiln_head0 < kiln_uidx(kiln_n) ? kiln_head0 : "
+          "kiln_uidx(kiln_n);",
+          ind);
+      w.line("{}const kiln_uidx kiln_nvec = (kiln_uidx(kiln_n) - kiln_head) / {};", ind, vw);
+      w.line("{}for (kiln_uidx kiln_j = {}; kiln_j < kiln_head; kiln_j += {}) {{", ind, t, g);
+      w.line("{}  {}", ind, map_call("kiln_a", "kiln_row", "kiln_j", [&](int k, const Param& p) {
+               return "*(" + element_address(k, p, "kiln_j", 1) + ")";
+             }));
+      w.line("{}}}", ind);
+    } else {
+      w.line("{}const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", ind, vw);
+    }
     walker_setup(ind, t, g, vw);
     w.line("{}for (kiln_uidx kiln_q = {}; kiln_q < kiln_nvec; kiln_q += {} * ({})) {{", ind, t,
            kUnroll, g);
@@ -290,9 +313,9 @@ struct Emit {
     w.line("{}}}", ind);
     if (vw > 1 && !runs()) {  // one run: the elements past the last whole vector
       w.line(
-          "{}for (kiln_uidx kiln_j = kiln_nvec * {} + {}; kiln_j < kiln_uidx(kiln_n); kiln_j += "
+          "{}for (kiln_uidx kiln_j = {}kiln_nvec * {} + {}; kiln_j < kiln_uidx(kiln_n); kiln_j += "
           "{}) {{",
-          ind, vw, t, g);
+          ind, head(), vw, t, g);
       w.line("{}  {}", ind, map_call("kiln_a", "kiln_row", "kiln_j", [&](int k, const Param& p) {
                return "*(" + element_address(k, p, "kiln_j", 1) + ")";
              }));

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kiln/kiln.hpp"
@@ -178,4 +179,111 @@ TEST_CASE("a sum over more than 2^31 int8 elements uses 64-bit indices", "[ops][
   CHECK(rows == std::vector<std::int64_t>(std::size_t(n / 4096), 3 * 4096));
   auto cols = k(x.reshape({n / 4096, 4096}), reduce_options{.axis = 0}).get<std::int64_t>();
   CHECK(cols == std::vector<std::int64_t>(4096, 3 * (n / 4096)));
+}
+
+TEST_CASE("split reductions reuse each stream's counters, which every launch leaves zero",
+          "[ops][gpu]") {
+  // Few rows of many elements split each row over several blocks, whose last block counts
+  // the others in a counter of the stream (split_counters.hpp). Back-to-back launches on
+  // several streams, row (60 and 700 rows), whole-array and column (outer) splits, and more
+  // streams than get a slab must all give the host's sums.
+  const auto add = [](double s, double v) { return s + v; };
+  const auto add_abs = [](double s, double v) { return s + std::abs(v); };
+  struct Case {
+    Shape shape;
+    std::uint64_t mask;
+  };
+  const Case cases[] = {{{60, 40000}, 2}, {{700, 9000}, 2}, {{1 << 21}, 1}, {{30000, 900}, 1}};
+  std::vector<ndarray> xs;
+  std::vector<std::vector<double>> want, scale;
+  for (const Case& c : cases) {
+    auto h = test::random_vector<float>(std::size_t(shape_size(c.shape)));
+    std::vector<double> hd(h.begin(), h.end());
+    xs.push_back(asarray(h, c.shape));
+    want.push_back(host_reduce(hd, c.shape, c.mask, 0, add));
+    scale.push_back(host_reduce(hd, c.shape, c.mask, 0, add_abs));
+  }
+  auto run_all = [&](const std::string& where) {
+    for (std::size_t k = 0; k < std::size(cases); ++k) {
+      INFO(where << ", case " << k);
+      ndarray out = poisoned(reduced_shape(cases[k].shape, cases[k].mask, false), float32);
+      sum_kernel()(xs[k], out, reduce_options{.axis = axes::from_mask(cases[k].mask)});
+      check_close(out.get<float>(), want[k], 1e-4, scale[k]);
+    }
+  };
+  Stream s1(true), s2(true);
+  for (int round = 0; round < 3; ++round) {
+    run_all("default stream");
+    {
+      StreamGuard use(s1);
+      run_all("stream 1");
+    }
+    {
+      StreamGuard use(s2);
+      run_all("stream 2");
+    }
+  }
+  std::vector<Stream> many;
+  for (int k = 0; k < 70; ++k) many.emplace_back(true);
+  for (std::size_t k = 0; k < many.size(); ++k) {
+    StreamGuard use(many[k]);
+    INFO("stream " << k << " of " << many.size());
+    ndarray out = poisoned({60}, float32);
+    sum_kernel()(xs[0], out, reduce_options{.axis = -1});
+    check_close(out.get<float>(), want[0], 1e-4, scale[0]);
+  }
+}
+
+TEST_CASE("row reductions over rows of any length and alignment match the host", "[ops][gpu]") {
+  // Long rows that whole 16-byte vectors do not tile are read in vectors from each row's
+  // first boundary, the ends one element at a time (shorter ones element by element): odd
+  // lengths, views starting past an element, a block per row and several blocks per row,
+  // warps per row, float16 / float32 / float64, sums, max (no identity) and argmax.
+  const auto add = [](double s, double v) { return s + v; };
+  const auto add_abs = [](double s, double v) { return s + std::abs(v); };
+  const auto maxf = [](double s, double v) { return std::max(s, v); };
+  const ReductionKernel max_kernel("T x", "T y", "x", "a > b ? a : b", "y = a", "",
+                                   "test_peel_max");
+  struct Case {
+    std::int64_t rows, cols, skip;  // a (rows, cols + skip) array, viewed from column `skip`
+  };
+  for (const Case& c : {Case{3, 18631, 0}, Case{5000, 203, 1}, Case{64, 1001, 3}, Case{7, 37, 1},
+                        Case{2, 300001, 2}, Case{257, 4099, 0}, Case{40, 9001, 1}}) {
+    INFO("rows " << c.rows << " cols " << c.cols << " skip " << c.skip);
+    auto h = test::random_vector<float>(std::size_t(c.rows * (c.cols + c.skip)));
+    const ndarray full_x = asarray(h, Shape{c.rows, c.cols + c.skip});
+    const ndarray x = full_x(all, slice(c.skip, std::nullopt));
+    std::vector<double> hd;  // the view's elements in C order
+    for (std::int64_t r = 0; r < c.rows; ++r)
+      for (std::int64_t k = 0; k < c.cols; ++k)
+        hd.push_back(h[std::size_t(r * (c.cols + c.skip) + c.skip + k)]);
+    const Shape shape{c.rows, c.cols};
+    ndarray s = poisoned({c.rows}, float32);
+    sum_kernel()(x, s, reduce_options{.axis = -1});
+    check_close(s.get<float>(), host_reduce(hd, shape, 2, 0, add), 1e-4,
+                host_reduce(hd, shape, 2, 0, add_abs));
+    ndarray m = poisoned({c.rows}, float32);
+    max_kernel(x, m, reduce_options{.axis = -1});
+    const auto want_max = host_reduce(hd, shape, 2, -1e300, maxf);
+    const auto got_max = m.get<float>();
+    CHECK(std::vector<double>(got_max.begin(), got_max.end()) == want_max);
+    const auto idx = argmax(x, -1).get<std::int64_t>();
+    std::size_t bad = 0;
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      const auto row = hd.begin() + r * c.cols;
+      bad += idx[std::size_t(r)] != std::max_element(row, row + c.cols) - row;
+    }
+    CHECK(bad == 0);
+    // float16 and float64 rows of the same data.
+    const ndarray xh = x.astype(float16), xd = x.astype(float64);
+    const auto hh = copy(xh).astype(float64).get<double>();
+    const auto sh = sum(xh, -1, false, {.dtype = float32}).get<float>();
+    check_close(sh, host_reduce(hh, shape, 2, 0, add), 1e-3, host_reduce(hh, shape, 2, 0, add_abs));
+    const auto sd = sum(xd, -1).get<double>();
+    const auto wd = host_reduce(hd, shape, 2, 0, add);
+    std::size_t dbad = 0;
+    for (std::size_t k = 0; k < wd.size(); ++k)
+      dbad += !(std::abs(sd[k] - wd[k]) <= 1e-9 * (1 + std::abs(wd[k])));
+    CHECK(dbad == 0);
+  }
 }

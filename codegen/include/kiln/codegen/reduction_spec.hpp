@@ -33,13 +33,17 @@ enum class ReductionStrategy : std::uint8_t {
 
 struct ReductionSpec {
   ReductionStrategy strategy = ReductionStrategy::inner_block;
-  std::uint8_t out_ndim = 1;        // collapsed output dims (>= 1)
-  std::uint8_t red_ndim = 1;        // collapsed reduced dims (>= 1)
-  std::uint8_t index_bits = 32;     // 32 or 64
-  std::uint8_t vector_width = 1;    // elements per vector load: inner with red_contiguous along
-                                    // the runs; outer across contiguous output columns
-  std::uint8_t red_contiguous = 0;  // every array input has unit steps along the last reduced dim
-  std::uint8_t split = 0;           // inner_block / outer: blocks share a row or column tile
+  std::uint8_t out_ndim = 1;      // collapsed output dims (>= 1)
+  std::uint8_t red_ndim = 1;      // collapsed reduced dims (>= 1)
+  std::uint8_t index_bits = 32;   // 32 or 64
+  std::uint8_t vector_width = 1;  // elements per vector load: inner with red_contiguous along
+                                  // the runs; outer across contiguous output columns
+  // Every array input has unit steps along the last reduced dim: 1, in whole aligned vectors;
+  // 2 (one reduced dim, one array input), vectors from each row's first 16-byte boundary, the
+  // elements before it and past the last whole vector one at a time (rows of any length and
+  // alignment: argmax over rows of 18631 floats).
+  std::uint8_t red_contiguous = 0;
+  std::uint8_t split = 0;  // inner_block / outer: blocks share a row or column tile
   std::uint8_t nparams = 0;
   std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array, raw_array
 

@@ -1,7 +1,7 @@
 // ReductionKernel::call: the shared call (call/kernel_call.hpp) with the reduction kind's own
 // parts: its per-call reduce_options, the reduced shape and identity rule, its plan and
-// arguments (reduction_plan.hpp), its geometry and the split workspace (partials and the
-// counters the last block of each row or column tile resets).
+// arguments (reduction_plan.hpp), its geometry and the split workspace (partials, and the
+// counters the last block of each row or column tile resets: split_counters.hpp).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -12,6 +12,7 @@
 #include "kiln/runtime/device.hpp"
 #include "kiln/runtime/error.hpp"
 #include "reduction/reduction_plan.hpp"
+#include "reduction/split_counters.hpp"
 
 namespace kiln::detail {
 
@@ -103,16 +104,20 @@ struct ReductionKind {
                       const cache::LoadedKernel& k) const {
     if (!p.spec.split) return {};
     // Partials (their size is the loaded kernel's: the reduce type may be a user struct),
-    // then the counters the last block of each row or column tile resets.
+    // then the counters the last block of each row or column tile resets: the stream's own
+    // (split_counters.hpp), or zeroed ones after the partials while it captures.
     const codegen::ReductionGeometry g = balanced(c, p, k);
     const std::size_t partial_bytes = (std::size_t(g.partials) * k.partial_bytes + 15) / 16 * 16;
     const std::size_t counter_bytes = std::size_t(g.counters) * sizeof(unsigned);
     Workspace ws;
-    ws.buffer =
-        std::make_shared<Buffer>(partial_bytes + counter_bytes, c.device, allocation_stream(c));
+    ws.counters = stream_split_counters(c.device, c.stream, g.counters);
+    ws.buffer = std::make_shared<Buffer>(partial_bytes + (ws.counters ? 0 : counter_bytes),
+                                         c.device, allocation_stream(c));
     ws.partials = ws.buffer->data();
-    ws.counters = static_cast<char*>(ws.partials) + partial_bytes;
-    KILN_CUDA(cudaMemsetAsync(ws.counters, 0, counter_bytes, c.stream));
+    if (!ws.counters) {
+      ws.counters = static_cast<char*>(ws.partials) + partial_bytes;
+      KILN_CUDA(cudaMemsetAsync(ws.counters, 0, counter_bytes, c.stream));
+    }
     return ws;
   }
 

@@ -52,14 +52,17 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
   ReductionSpec base;
   base.nparams = std::uint8_t(n);
   std::size_t widest = 1;
+  int array_inputs = 0;
   for (std::size_t k = 0; k < n; ++k) {
     const bool scalar = int(k) < def.nin && !info[k].is_array;
     const auto kind = scalar              ? OperandKind::scalar
                       : def.params[k].raw ? OperandKind::raw_array
                                           : OperandKind::array;
     base.set_param(int(k), types[k], kind, t.raw_ndim, true);
-    if (kind == OperandKind::array && int(k) < def.nin)
+    if (kind == OperandKind::array && int(k) < def.nin) {
       widest = std::max(widest, types[k].itemsize());
+      ++array_inputs;
+    }
   }
   std::vector<ReductionSpec> out;
   std::vector<int> bits{32};
@@ -90,6 +93,11 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
           }
         for (int vw = 1; vw <= int(16 / widest); vw *= 2)
           for (int split : {0, 1}) with(ReductionStrategy::outer, split, od, rd, 0, vw);
+        if (rd == 1 && array_inputs == 1 && widest <= 8) {  // rows peeled to 16-byte vectors
+          with(ReductionStrategy::inner_warp, 0, od, rd, 2, int(16 / widest));
+          with(ReductionStrategy::inner_block, 0, od, rd, 2, int(16 / widest));
+          with(ReductionStrategy::inner_block, 1, od, rd, 2, int(16 / widest));
+        }
       }
   }
   return out;
