@@ -267,22 +267,14 @@ codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::initializer_li
   detail::plan_elementwise(c, k.definition(), true, plan);
   return plan.spec;
 }
-// An array over memory that is never touched: a borrowed buffer at a made-up address (each
-// array its own, far apart), so argument binding and overlap checks run without a device.
-ndarray meta(const Shape& s, dtype t = float32) {
-  static std::uintptr_t next = 0;
-  next += std::uintptr_t(1) << 40;
-  const Shape st = c_strides(s, std::int64_t(t.itemsize()));
-  const auto bytes = std::size_t(shape_size(s)) * t.itemsize();
-  auto buffer = std::make_shared<Buffer>(reinterpret_cast<void*>(next), bytes, 0, [] {});
-  return ndarray(std::move(buffer), s, st, 0, t);
-}
+using test::untouched;
 }  // namespace
 
 TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only those", "[ops]") {
   ElementwiseKernel add("T x, T y", "T z", "z = x + y", "plan_add");
   using codegen::Layout;
-  const ndarray x = meta({8192, 8192}), y = meta({8192, 8192}), z = meta({8192, 8192});
+  const ndarray x = untouched({8192, 8192}), y = untouched({8192, 8192}),
+                z = untouched({8192, 8192});
   auto xt = plan_of(add, {x.T(), y, z});
   CHECK(xt.layout == Layout::tiled);
   CHECK(xt.ndim == 2);
@@ -296,23 +288,23 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   auto out = plan_of(add, {x, y, z.T()});
   CHECK((out.layout == Layout::tiled && out.staged(0) && out.staged(1) && !out.staged(2)));
   // Odd shapes collapse to 2-D and tile too; 1 x n and n x 1 collapse to 1-D.
-  const ndarray a = meta({17, 8193}), b = meta({8193, 17}), c = meta({8193, 17});
+  const ndarray a = untouched({17, 8193}), b = untouched({8193, 17}), c = untouched({8193, 17});
   CHECK(plan_of(add, {a.T(), b, c}).layout == Layout::tiled);
   // float32 moves pairs where both tiled axes hold whole pairs (8192 x 8192); 17 columns do
   // not, so neither side does.
   CHECK((xt.unit_cols() == 2 && xt.unit_rows() == 2));
   CHECK((plan_of(add, {a.T(), b, c}).unit_cols() == 1 &&
          plan_of(add, {a.T(), b, c}).unit_rows() == 1));
-  const ndarray r = meta({1, 1000}), s = meta({1000, 1}), t = meta({1000, 1});
+  const ndarray r = untouched({1, 1000}), s = untouched({1000, 1}), t = untouched({1000, 1});
   CHECK(plan_of(add, {r.T(), s, t}).layout == Layout::contiguous);
   // Broadcast row and column vectors beside a full operand read directly: no transposed
   // operand, no tile (the contiguous output by vectors, the inputs gathered).
-  const ndarray row = meta({1, 8192}), col = meta({8192, 1});
+  const ndarray row = untouched({1, 8192}), col = untouched({8192, 1});
   CHECK(plan_of(add, {row, y, z}).layout == Layout::gathered);
   CHECK(plan_of(add, {col, y, z}).layout == Layout::gathered);
   // Both broadcast (an outer sum) of float64: row tiles, nothing staged.
-  const ndarray row64 = meta({1, 8192}, float64), col64 = meta({8192, 1}, float64),
-                z64 = meta({8192, 8192}, float64);
+  const ndarray row64 = untouched({1, 8192}, float64), col64 = untouched({8192, 1}, float64),
+                z64 = untouched({8192, 8192}, float64);
   auto row_plan = plan_of(add, {row64, col64, z64});
   CHECK((row_plan.layout == Layout::tiled && !row_plan.staged(0) && !row_plan.staged(1) &&
          !row_plan.staged(2) && row_plan.unit_cols() == 1));
@@ -323,14 +315,14 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   CHECK(plan_of(add, {x.T(), y, z}, {.block_size = 128}).layout == Layout::gathered);
   CHECK(plan_of(add, {x.T(), y, z}, {.block_size = 256}).layout == Layout::tiled);
   // Past 2^31 elements the tiled kernel indexes with 64 bits.
-  const ndarray bx = meta({65536, 65536}, int8), by = meta({65536, 65536}, int8),
-                bz = meta({65536, 65536}, int8);
+  const ndarray bx = untouched({65536, 65536}, int8), by = untouched({65536, 65536}, int8),
+                bz = untouched({65536, 65536}, int8);
   auto big = plan_of(add, {bx.T(), by, bz});
   CHECK((big.layout == Layout::tiled && big.index_bits == 64));
   // Staged complex128 operands past 48 KiB of tiles fall back to the strided path.
   ElementwiseKernel add4("T a, T b, T c", "T z", "z = a + b + c", "plan_add3");
-  const ndarray ca = meta({64, 64}, complex128), cb = meta({64, 64}, complex128),
-                cc = meta({64, 64}, complex128), cz = meta({64, 64}, complex128);
+  const ndarray ca = untouched({64, 64}, complex128), cb = untouched({64, 64}, complex128),
+                cc = untouched({64, 64}, complex128), cz = untouched({64, 64}, complex128);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc, cz}).layout == Layout::tiled);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc.T(), cz}).layout == Layout::strided);
 }
@@ -356,16 +348,18 @@ TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtype
         return same;
       });
     };
-    const ndarray col = meta({512, 1}, t), row = meta({1, 512}, t), sq = meta({512, 512}, t);
-    const ndarray x4 = meta({8, 64, 28, 28}, t), c4 = meta({1, 64, 1, 1}, t);
-    const ndarray wide = meta({512, 1024}, t), odd = meta({300, 6}, t), odd_col = meta({300, 1}, t);
-    const ndarray cube = meta({16, 32, 64}, t), cube_t = meta({64, 16, 32}, t);
-    const ndarray p4 = meta({4, 8, 16, 32}, t), p4z = meta({32, 16, 8, 4}, t);
+    const ndarray col = untouched({512, 1}, t), row = untouched({1, 512}, t),
+                  sq = untouched({512, 512}, t);
+    const ndarray x4 = untouched({8, 64, 28, 28}, t), c4 = untouched({1, 64, 1, 1}, t);
+    const ndarray wide = untouched({512, 1024}, t), odd = untouched({300, 6}, t),
+                  odd_col = untouched({300, 1}, t);
+    const ndarray cube = untouched({16, 32, 64}, t), cube_t = untouched({64, 16, 32}, t);
+    const ndarray p4 = untouched({4, 8, 16, 32}, t), p4z = untouched({32, 16, 8, 4}, t);
     const std::vector<std::vector<ndarray>> calls = {
         {col, row, sq},                                  // outer
-        {sq, meta({512}, t), sq},                        // row vector
+        {sq, untouched({512}, t), sq},                   // row vector
         {x4, c4, x4},                                    // per channel
-        {odd_col, meta({6}, t), odd},                    // short last axis
+        {odd_col, untouched({6}, t), odd},               // short last axis
         {wide(all, slice(0, std::nullopt, 2)), sq, sq},  // stepped
         {wide(all, slice(8, 520, 1)), sq, sq},           // aligned window
         {wide(all, slice(1, 513, 1)), sq, sq},           // misaligned window
@@ -374,7 +368,8 @@ TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtype
         {sq, sq, sq.T()},                                // transposed output
         {cube.transpose({2, 0, 1}), cube_t, cube_t},     // 3-D permutation
         {p4.transpose({3, 2, 1, 0}), p4z, p4z},          // 4-D reversal of axes
-        {cube.transpose({1, 0, 2}), meta({32, 16, 64}, t), meta({32, 16, 64}, t)},  // leading axes
+        {cube.transpose({1, 0, 2}), untouched({32, 16, 64}, t),
+         untouched({32, 16, 64}, t)},  // leading axes
     };
     for (std::size_t j = 0; j < calls.size(); ++j) {
       INFO("call " << j);
@@ -393,55 +388,60 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
       "broadcasts into a contiguous output are gathered, 16-bit dtypes take vectors along the "
       "last axis where it holds them, float64 row tiles") {
     // The outer sum x(8192, 1) + y(1, 8192): float32 gathered, z by 4.
-    const ndarray col = meta({8192, 1}), row = meta({1, 8192}), z = meta({8192, 8192});
+    const ndarray col = untouched({8192, 1}), row = untouched({1, 8192}),
+                  z = untouched({8192, 8192});
     auto outer = plan_of(add, {col, row, z});
     CHECK(outer.layout == Layout::gathered);
     CHECK(outer.ndim == 2);
     CHECK(outer.vector_width == 4);
     CHECK((outer.kind(0) == OperandKind::array && outer.kind(1) == OperandKind::array));
     // An output that is not contiguous (every other column of a wider array): row tiles.
-    const ndarray wide = meta({8192, 16384});
+    const ndarray wide = untouched({8192, 16384});
     auto stepped_out = plan_of(add, {col, row, wide(all, slice(0, std::nullopt, 2))});
     CHECK((stepped_out.layout == Layout::tiled && !stepped_out.staged(2)));
     // float16: y and z by 16 bytes, x once per vector.
-    const ndarray hcol = meta({8192, 1}, float16), hrow = meta({1, 8192}, float16),
-                  hz = meta({8192, 8192}, float16);
+    const ndarray hcol = untouched({8192, 1}, float16), hrow = untouched({1, 8192}, float16),
+                  hz = untouched({8192, 8192}, float16);
     auto houter = plan_of(add, {hcol, hrow, hz});
     CHECK((houter.layout == Layout::strided && houter.vector_width == 8 && houter.unroll == 2));
     // NCHW plus a per-channel (1, C, 1, 1): H and W merge; three planned axes.
-    const ndarray x4 = meta({8, 64, 28, 28}), b = meta({1, 64, 1, 1}), z4 = meta({8, 64, 28, 28});
+    const ndarray x4 = untouched({8, 64, 28, 28}), b = untouched({1, 64, 1, 1}),
+                  z4 = untouched({8, 64, 28, 28});
     auto nchw = plan_of(add, {x4, b, z4});
     CHECK((nchw.layout == Layout::gathered && nchw.ndim == 3 && nchw.vector_width == 4));
     // The per-channel vector into a larger output.
-    const ndarray z5 = meta({8, 64, 32, 64});
-    auto per_channel = plan_of(add, {meta({64, 1, 64}), meta({1, 32, 1}), z5});
+    const ndarray z5 = untouched({8, 64, 32, 64});
+    auto per_channel = plan_of(add, {untouched({64, 1, 64}), untouched({1, 32, 1}), z5});
     CHECK((per_channel.layout == Layout::gathered && per_channel.ndim == 4));
-    const ndarray h4 = meta({8, 64, 28, 28}, bfloat16), hb = meta({1, 64, 1, 1}, bfloat16);
+    const ndarray h4 = untouched({8, 64, 28, 28}, bfloat16),
+                  hb = untouched({1, 64, 1, 1}, bfloat16);
     CHECK(plan_of(add, {h4, hb, h4}).vector_width == 8);  // 784 = 98 x 8
     // A last axis of 6 float16 holds no vector of 8 bytes or more: gathered, z by 8.
-    const ndarray h = meta({512, 1}, float16), h6 = meta({512, 6}, float16),
-                  hr = meta({6}, float16);
+    const ndarray h = untouched({512, 1}, float16), h6 = untouched({512, 6}, float16),
+                  hr = untouched({6}, float16);
     CHECK((plan_of(add, {h, hr, h6}).layout == Layout::gathered &&
            plan_of(add, {h, hr, h6}).vector_width == 8));
     // Planes of the last two axes shorter than 8 vectors would unravel too often: strided.
-    const ndarray h2 = meta({4, 1}, float16), h2r = meta({6}, float16), h2z = meta({4, 6}, float16);
+    const ndarray h2 = untouched({4, 1}, float16), h2r = untouched({6}, float16),
+                  h2z = untouched({4, 6}, float16);
     auto small = plan_of(add, {h2, h2r, h2z});
     CHECK((small.layout == Layout::strided && small.vector_width == 1 && small.unroll == 4));
     // float64: row tiles where a tile wastes at most a tenth of its threads, else strided: a
     // last axis of 28 would idle an eighth of a 32-column tile; 30 does not.
-    const ndarray f28 = meta({4096, 28}, float64), f1 = meta({4096, 1}, float64),
-                  fr = meta({28}, float64);
+    const ndarray f28 = untouched({4096, 28}, float64), f1 = untouched({4096, 1}, float64),
+                  fr = untouched({28}, float64);
     CHECK(plan_of(add, {f1, fr, f28}).layout == Layout::strided);
-    const ndarray f30 = meta({4096, 30}, float64), fr30 = meta({30}, float64);
+    const ndarray f30 = untouched({4096, 30}, float64), fr30 = untouched({30}, float64);
     CHECK(plan_of(add, {f1, fr30, f30}).layout == Layout::tiled);
     // Size-1 axes anywhere drop out: (1, 300, 1, 8) + (64, 1, 1, 1) is a 2-D loop.
-    const ndarray p = meta({1, 300, 1, 8}), q = meta({64, 1, 1, 1}), pz = meta({64, 300, 1, 8});
+    const ndarray p = untouched({1, 300, 1, 8}), q = untouched({64, 1, 1, 1}),
+                  pz = untouched({64, 300, 1, 8});
     auto ones = plan_of(add, {p, q, pz});
     CHECK((ones.layout == Layout::gathered && ones.ndim == 2));
   }
   SECTION("slices keep vectors where aligned, and negative steps read vectors reversed") {
-    const ndarray x = meta({4096, 4096}, float16), y = meta({4096, 2048}, float16),
-                  z = meta({4096, 2048}, float16);
+    const ndarray x = untouched({4096, 4096}, float16), y = untouched({4096, 2048}, float16),
+                  z = untouched({4096, 2048}, float16);
     auto stepped = plan_of(add, {x(all, slice(0, std::nullopt, 2)), y, z});  // x[:, ::2]
     CHECK((stepped.layout == Layout::strided && stepped.vector_width == 8));
     auto window = plan_of(add, {x(slice(0, 4096, 1), slice(8, 2056, 1)), y, z});  // 16-byte offset
@@ -452,63 +452,65 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     auto shifted = plan_of(add, {x(all, slice(1, 2049, 1)), y, z});
     CHECK((shifted.layout == Layout::gathered && shifted.vector_width == 8 && shifted.unroll == 2));
     // Only gathers (no operand with a unit stride), collapsing to one axis: the strided loop.
-    const ndarray g = meta({4096, 4096}, float16);
+    const ndarray g = untouched({4096, 4096}, float16);
     auto gathers = plan_of(add, {x(all, slice(0, std::nullopt, 2)),
                                  x(all, slice(1, std::nullopt, 2)), g(all, slice(0, 4096, 2))});
     CHECK((gathers.layout == Layout::strided && gathers.ndim == 1 && gathers.vector_width == 1 &&
            gathers.unroll == 4));
-    const ndarray v = meta({1 << 20}, float16), w = meta({1 << 20}, float16);
+    const ndarray v = untouched({1 << 20}, float16), w = untouched({1 << 20}, float16);
     auto reversed = plan_of(add, {v(slice(std::nullopt, std::nullopt, -1)), w, w});
     CHECK((reversed.layout == Layout::strided && reversed.ndim == 1 && reversed.vector_width == 8));
     auto rows_reversed =
         plan_of(add, {x(slice(std::nullopt, std::nullopt, -1), slice(0, 2048, 1)), y, z});
     CHECK((rows_reversed.layout == Layout::strided && rows_reversed.vector_width == 8));
     // float32 slices into a contiguous output: gathered, z by 4.
-    const ndarray f = meta({4096, 4096}), fy = meta({4096, 2048});
+    const ndarray f = untouched({4096, 4096}), fy = untouched({4096, 2048});
     auto f32_window = plan_of(add, {f(all, slice(0, 2048, 1)), fy, fy});
     CHECK((f32_window.layout == Layout::gathered && f32_window.vector_width == 4));
-    const ndarray fv = meta({1 << 20});
+    const ndarray fv = untouched({1 << 20});
     auto f32_reversed = plan_of(add, {fv(slice(std::nullopt, std::nullopt, -1)), fv, fv});
     CHECK((f32_reversed.layout == Layout::gathered && f32_reversed.ndim == 1));
     // float64 keeps the strided loop, one element per item.
-    const ndarray dv = meta({1 << 20}, float64);
+    const ndarray dv = untouched({1 << 20}, float64);
     CHECK(plan_of(add, {dv(slice(std::nullopt, std::nullopt, -1)), dv, dv}).layout ==
           Layout::strided);
   }
   SECTION("N-D permutations tile (rows axis, last axis) over the batch axes") {
-    const ndarray x = meta({16, 256, 512}), y = meta({16, 512, 256}), z = meta({16, 512, 256});
+    const ndarray x = untouched({16, 256, 512}), y = untouched({16, 512, 256}),
+                  z = untouched({16, 512, 256});
     auto batched = plan_of(add, {x.transpose({0, 2, 1}), y, z});
     CHECK((batched.layout == Layout::tiled && batched.ndim == 3));
     CHECK((batched.staged(0) && !batched.staged(1) && !batched.staged(2)));
     // A full reversal of the axes pairs axis 0 with the last; axis 1 is the batch.
-    const ndarray a = meta({64, 32, 128}), b = meta({128, 32, 64}), c = meta({128, 32, 64});
+    const ndarray a = untouched({64, 32, 128}), b = untouched({128, 32, 64}),
+                  c = untouched({128, 32, 64});
     auto reversal = plan_of(add, {a.transpose({2, 1, 0}), b, c});
     CHECK((reversal.layout == Layout::tiled && reversal.ndim == 3 && reversal.staged(0)));
     // x.transpose(2, 0, 1) + y collapses to a 2-D tile.
-    const ndarray t = meta({64, 128, 128}), u = meta({128, 64, 128});
+    const ndarray t = untouched({64, 128, 128}), u = untouched({128, 64, 128});
     CHECK(plan_of(add, {t.transpose({2, 0, 1}), u, u}).ndim == 2);
     // Permuted leading axes keep the last axis contiguous: strided, no tile.
-    const ndarray l = meta({32, 64, 256}, float16), m = meta({64, 32, 256}, float16);
+    const ndarray l = untouched({32, 64, 256}, float16), m = untouched({64, 32, 256}, float16);
     auto leading = plan_of(add, {l.transpose({1, 0, 2}), m, m});
     CHECK((leading.layout == Layout::strided && leading.vector_width == 8));
     // A last axis shorter than a tile's side reads through the caches instead of a tile.
-    const ndarray narrow = meta({3, 100000}), nz = meta({100000, 3});
+    const ndarray narrow = untouched({3, 100000}), nz = untouched({100000, 3});
     CHECK(plan_of(add, {narrow.T(), nz, nz}).layout == Layout::gathered);
   }
   SECTION("a permuted output orders the loop; the operation's index keeps it") {
-    const ndarray x = meta({512, 768}), y = meta({512, 768}), z = meta({768, 512});
+    const ndarray x = untouched({512, 768}), y = untouched({512, 768}), z = untouched({768, 512});
     // z.T = x + y: the loop follows z, so x and y become the transposed operands.
     auto out_t = plan_of(add, {x, y, z.T()});
     CHECK(
         (out_t.layout == Layout::tiled && out_t.staged(0) && out_t.staged(1) && !out_t.staged(2)));
     // Inputs transposed against a contiguous output tile; transposed with it, the loop is
     // contiguous.
-    CHECK(plan_of(add, {x.T(), y.T(), meta({768, 512})}).layout == Layout::tiled);
-    const ndarray zt = meta({512, 768});
+    CHECK(plan_of(add, {x.T(), y.T(), untouched({768, 512})}).layout == Layout::tiled);
+    const ndarray zt = untouched({512, 768});
     CHECK(plan_of(add, {x.T(), y.T(), zt.T()}).layout == Layout::contiguous);
     // In place on a transposed view: x *= 5 as a kernel is contiguous.
     ElementwiseKernel scale("float32 s", "float32 v", "v = v * s", "plan_scale");
-    const ndarray sq = meta({1024, 1024}), sqt = sq.T();
+    const ndarray sq = untouched({1024, 1024}), sqt = sq.T();
     std::vector<kernel_arg> args{kernel_arg(5.0f), kernel_arg(sqt)};
     detail::KernelCall call(scale.definition());
     detail::bind_arguments(call, args);

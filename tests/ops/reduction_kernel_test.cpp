@@ -226,19 +226,11 @@ TEST_CASE("reduction compile errors point at the user's own strings", "[ops]") {
 
 namespace {
 
-// An array over memory that is never touched (a made-up address, 2^40-aligned), so the
-// planner runs without a device.
-ndarray meta(const Shape& s, dtype t = float32) {
-  static std::uintptr_t next = 0;
-  next += std::uintptr_t(1) << 40;
-  const Shape st = c_strides(s, std::int64_t(t.itemsize()));
-  const auto bytes = std::size_t(shape_size(s)) * t.itemsize();
-  auto buffer = std::make_shared<Buffer>(reinterpret_cast<void*>(next), bytes, 0, [] {});
-  return ndarray(std::move(buffer), s, st, 0, t);
-}
+using test::untouched;
 
-// The plan of k(inputs..., out) reducing the last axis.
-codegen::ReductionSpec plan_last_axis(const ReductionKernel& k, std::vector<kernel_arg> args) {
+// The plan of k(inputs..., out) reducing the axes of `mask` (default: the last axis).
+codegen::ReductionSpec plan_of(const ReductionKernel& k, std::vector<kernel_arg> args,
+                               std::uint64_t mask = 0) {
   args.emplace_back(launch_options{});
   detail::KernelCall c(k.definition());
   const auto bound = detail::take_launch_options(c, args);
@@ -246,7 +238,8 @@ codegen::ReductionSpec plan_last_axis(const ReductionKernel& k, std::vector<kern
   detail::bind_arguments(c, bound);
   detail::decide_loop_shape(c, false);
   detail::ReductionPlan plan;
-  detail::plan_reduction(c, std::uint64_t(1) << (c.shape.size() - 1), false, 132, plan);
+  detail::plan_reduction(c, mask ? mask : std::uint64_t(1) << (c.shape.size() - 1), false, 132,
+                         plan);
   return plan.spec;
 }
 
@@ -256,42 +249,32 @@ TEST_CASE("rows that whole vectors do not tile are peeled to 16-byte vectors", "
   ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "plan_peel_sum");
   ReductionKernel dot("T x, T w", "T y", "x * w", "a + b", "y = a", "0", "plan_peel_dot");
   // Rows of 4096 floats: whole aligned vectors, as before.
-  auto aligned = plan_last_axis(sum, {meta({64, 4096}), meta({64})});
+  auto aligned = plan_of(sum, {untouched({64, 4096}), untouched({64})});
   CHECK((aligned.red_contiguous == 1 && aligned.vector_width == 4));
   // Rows of 18631 floats (a row stride off 16 bytes): vectors from each row's boundary.
-  auto odd = plan_last_axis(sum, {meta({3602, 18631}), meta({3602})});
+  auto odd = plan_of(sum, {untouched({3602, 18631}), untouched({3602})});
   CHECK((odd.red_contiguous == 2 && odd.vector_width == 4));
   // float16 and float64 rows, and a view that starts one element in.
-  auto half = plan_last_axis(sum, {meta({100, 9001}, float16), meta({100}, float16)});
+  auto half = plan_of(sum, {untouched({100, 9001}, float16), untouched({100}, float16)});
   CHECK((half.red_contiguous == 2 && half.vector_width == 8));
-  auto dbl = plan_last_axis(sum, {meta({100, 3001}, float64), meta({100}, float64)});
+  auto dbl = plan_of(sum, {untouched({100, 3001}, float64), untouched({100}, float64)});
   CHECK((dbl.red_contiguous == 2 && dbl.vector_width == 2));
-  const ndarray wide = meta({64, 4097});
-  auto shifted = plan_last_axis(sum, {wide(all, slice(1, std::nullopt)), meta({64})});
+  const ndarray wide = untouched({64, 4097});
+  auto shifted = plan_of(sum, {wide(all, slice(1, std::nullopt)), untouched({64})});
   CHECK((shifted.red_contiguous == 2 && shifted.vector_width == 4));
   // Two inputs may sit differently against 16 bytes; rows shorter than a block's worth of
   // vectors (1024) keep narrower loads: unpeeled.
-  auto two = plan_last_axis(dot, {meta({64, 18631}), meta({64, 18631}), meta({64})});
+  auto two = plan_of(dot, {untouched({64, 18631}), untouched({64, 18631}), untouched({64})});
   CHECK(two.red_contiguous == 1);
   CHECK(two.vector_width == 1);
-  auto short_rows = plan_last_axis(sum, {meta({64, 4001}), meta({64})});
+  auto short_rows = plan_of(sum, {untouched({64, 4001}), untouched({64})});
   CHECK(short_rows.red_contiguous == 1);
   CHECK(short_rows.vector_width == 1);
   // Several reduced dims (runs): unpeeled.
-  ReductionKernel sum2("T x", "T y", "x", "a + b", "y = a", "0", "plan_peel_sum2");
-  const ndarray x3 = meta({8, 5, 9010})(all, all, slice(0, 9001)), y3 = meta({8});  // kept alive:
-  // kernel_arg refers to them
-  std::vector<kernel_arg> args{x3, y3};
-  args.emplace_back(launch_options{});
-  detail::KernelCall c(sum2.definition());
-  const auto bound = detail::take_launch_options(c, args);
-  detail::check_argument_count(c, bound);
-  detail::bind_arguments(c, bound);
-  detail::decide_loop_shape(c, false);
-  detail::ReductionPlan plan;
-  detail::plan_reduction(c, 6, false, 132, plan);
-  CHECK(plan.spec.red_ndim == 2);
-  CHECK(plan.spec.red_contiguous != 2);
+  const ndarray runs = untouched({8, 5, 9010})(all, all, slice(0, 9001));
+  auto two_runs = plan_of(sum, {runs, untouched({8})}, 6);
+  CHECK(two_runs.red_ndim == 2);
+  CHECK(two_runs.red_contiguous != 2);
 }
 
 TEST_CASE("peeled row reductions compile on every inner strategy", "[ops]") {

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
+
+#include "kiln/runtime/memory.hpp"
 
 namespace kiln::test {
 
@@ -12,6 +15,14 @@ ndarray poisoned(const Shape& shape, dtype t) {
   std::vector<unsigned char> bytes(a.nbytes(), kPoison);
   if (!bytes.empty()) a.copy_from_host(bytes.data());
   return a;
+}
+
+ndarray untouched(const Shape& shape, dtype t) {
+  static std::uintptr_t next = 0;
+  next += std::uintptr_t(1) << 40;
+  const auto bytes = std::size_t(shape_size(shape)) * t.itemsize();
+  auto buffer = std::make_shared<Buffer>(reinterpret_cast<void*>(next), bytes, 0, [] {});
+  return ndarray(std::move(buffer), shape, c_strides(shape, std::int64_t(t.itemsize())), 0, t);
 }
 
 std::mt19937_64& rng() {

@@ -21,6 +21,11 @@ inline constexpr unsigned char kPoison = 0x5A;
 /// write is caught by the comparison).
 ndarray poisoned(const Shape& shape, dtype t);
 
+/// An array over memory that is never touched: a borrowed buffer at a made-up, 2^40-aligned
+/// address (each array its own, far apart), so argument binding, overlap checks and planners
+/// run without a device.
+ndarray untouched(const Shape& shape, dtype t = float32);
+
 /// Random values of host type T, away from zero, in a range safe for arithmetic tests.
 template <class T>
 std::vector<T> random_vector(std::size_t n, double lo = -8, double hi = 8) {
