@@ -231,7 +231,8 @@ using test::untouched;
 // The plan of k(inputs..., out) reducing the axes of `mask` (default: the last axis).
 codegen::ReductionSpec plan_of(const ReductionKernel& k, std::vector<kernel_arg> args,
                                std::uint64_t mask = 0) {
-  args.emplace_back(launch_options{});
+  const launch_options defaults{};  // kernel_arg refers to it: it must outlive the binding
+  args.emplace_back(defaults);
   detail::KernelCall c(k.definition());
   const auto bound = detail::take_launch_options(c, args);
   detail::check_argument_count(c, bound);
