@@ -128,8 +128,8 @@ std::string describe(const codegen::ElementwiseSpec& s) {
       if (s.staged(k)) staged += " " + std::to_string(k);
     v = staged.empty() ? "row tiles" : "tiled staged" + staged;
     if (s.ndim > 2) v += " ndim " + std::to_string(s.ndim);
-    if (s.log2_unit_cols) v += " pairs cols";
-    if (s.log2_unit_rows) v += " pairs rows";
+    if (s.log2_unit_cols) v += " cols by " + std::to_string(s.unit_cols());
+    if (s.log2_unit_rows) v += " rows by " + std::to_string(s.unit_rows());
   }
   return v + " i" + std::to_string(s.index_bits);
 }
@@ -173,8 +173,8 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     exact.vector_width = lf.integer("vector_width", 1, 1, 16);
     exact.raw_ndim = lf.integer("raw_ndim", base.raw_ndim, 0, kMaxNdim);
     for (int k : lf.ints("staged", 0, kMaxParams - 1)) exact.staged |= std::uint64_t(1) << k;
-    exact.unit_cols = lf.integer("unit_cols", 1, 1, 2);
-    exact.unit_rows = lf.integer("unit_rows", 1, 1, 2);
+    exact.unit_cols = lf.integer("unit_cols", 1, 1, 8);  // make_spec checks the dtypes
+    exact.unit_rows = lf.integer("unit_rows", 1, 1, 8);
     lf.finish();
     base.only = exact;
   }

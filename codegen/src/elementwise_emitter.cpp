@@ -491,10 +491,10 @@ void emit_unit_access(SourceWriter& w, const ElementwiseSpec& s, const LoopOpera
 // A tile of tr x tc elements of the (rows, cols) axes (tr * tc = 256 threads x K elements; tc
 // chosen per call, kiln_shape.kiln_t its log2; tr and tc between K and 256) per block; blocks
 // take tiles in turn (col tile fastest, then row tile, then the batch axes, unravelled once per
-// tile). Direct accesses move units of ud elements along the cols (ud = 1 or 2: pairs halve
-// the memory instructions of 2- and 4-byte dtypes): thread t takes cols ud * (t % (tc / ud))
-// of rows t / (tc / ud) + k (256 ud / tc), so operands contiguous along cols are read and
-// written in full lines. Staged operands (contiguous along rows) move units of us elements
+// tile). Direct accesses move units of ud elements along the cols (ud = 1, 2 for 4-byte
+// dtypes, up to 8 for 1- and 2-byte ones: fewer memory instructions): thread t takes cols ud * (t %
+// (tc / ud)) of rows t / (tc / ud) + k (256 ud / tc), so operands contiguous along cols are read
+// and written in full lines. Staged operands (contiguous along rows) move units of us elements
 // along the rows between memory and a shared tile [tc][tr + 1], thread t on rows
 // us * (t % (tr / us)) of cols t / (tr / us) + k (256 us / tr), so their accesses run along
 // lines too; the odd pitch keeps single-element shared accesses free of bank conflicts (pairs
@@ -600,7 +600,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   // This thread's first element and step, for each access pattern.
   w.line("    const kiln_idx kiln_drow = kiln_r0 + kiln_dr, kiln_dcol = kiln_c0 + kiln_dc;");
   w.line("    const kiln_idx kiln_srow = kiln_r0 + kiln_sr, kiln_scol = kiln_c0 + kiln_sc;");
-  // Whole units: the planner gave pairs only to an axis that holds whole pairs.
+  // Whole units: the planner gave units only to an axis that holds whole units.
   w.line("    const bool kiln_dok = kiln_dcol < kiln_cols, kiln_sok = kiln_srow < kiln_rows;");
   for (const auto& o : all) {
     const auto& n = o.p->name;

@@ -152,13 +152,15 @@ TEST_CASE(
       std::uint64_t staged;  // bit k: parameter k
       bool y_uniform;
       int ndim = 2;  // more: batch axes before (rows, cols)
-      int unit = 1;  // 2: pairs (dtypes of at most 4 bytes)
+      int unit = 1;  // elements per access: max_tiled_unit (dtypes of at most 4 bytes)
     };
     const int pair = t.itemsize() <= 4 ? 2 : 1;
+    const int most = t.itemsize() <= 2 ? 8 : pair;  // float16 and int8 by 8
     for (const Variant v :
          {Variant{32, 0b00001, false}, Variant{64, 0b10001, false}, Variant{32, 0b00011, false},
           Variant{32, 0b10001, true}, Variant{32, 0b00001, false, 3}, Variant{64, 0b10001, true, 4},
-          Variant{32, 0b10010, false, 2, pair}, Variant{64, 0b00000, true, 3, pair}}) {
+          Variant{32, 0b10010, false, 2, pair}, Variant{64, 0b00000, true, 3, pair},
+          Variant{32, 0b00011, false, 2, most}, Variant{64, 0b00000, false, 2, most}}) {
       INFO(fmt::format("{} bits {} staged {:b} y uniform {} ndim {} unit {}", t, v.bits, v.staged,
                        v.y_uniform, v.ndim, v.unit));
       auto spec = k.make_spec(types, {.layout = Layout::tiled,
@@ -174,7 +176,7 @@ TEST_CASE(
       const std::string src = k.source(spec);
       CHECK((src.find("__shared__ __align__(16) unsigned char kiln_sm_x[") != std::string::npos) ==
             bool(v.staged & 0b1));
-      CHECK((src.find("kiln_load<2>(") != std::string::npos) == (v.unit == 2));
+      CHECK((src.find(fmt::format("kiln_load<{}>(", v.unit)) != std::string::npos) == (v.unit > 1));
       CHECK((src.find("kiln_sm_z[") != std::string::npos) == bool(v.staged & 0b10000));
       CHECK((src.find("kiln_sm_y[") != std::string::npos) == bool(v.staged & 0b10));
       check_compiles(k, spec);
@@ -184,12 +186,13 @@ TEST_CASE(
     CHECK_THAT(acc.source(a), Catch::Contains("kiln_t_z[(kiln_sc + kiln_k * kiln_sk) * "
                                               "kiln_pitch + kiln_sr + kiln_j] = kiln_u[kiln_j];"));
     check_compiles(acc, a);
-    if (t.itemsize() <= 4) {  // z read and written by pairs down the rows
+    for (int u = 2; u <= most; u *= 2) {  // z read and written by units down the rows
+      INFO("unit " << u);
       auto p = acc.make_spec(
           std::vector<dtype>{t, t},
-          {.layout = Layout::tiled, .ndim = 2, .staged = 0b10, .unit_cols = 2, .unit_rows = 2});
-      CHECK_THAT(acc.source(p), Catch::Contains("kiln_load<2>(kiln_u,"));
-      CHECK_THAT(acc.source(p), Catch::Contains("kiln_store<2>("));
+          {.layout = Layout::tiled, .ndim = 2, .staged = 0b10, .unit_cols = u, .unit_rows = u});
+      CHECK_THAT(acc.source(p), Catch::Contains(fmt::format("kiln_load<{}>(kiln_u,", u)));
+      CHECK_THAT(acc.source(p), Catch::Contains(fmt::format("kiln_store<{}>(", u)));
       check_compiles(acc, p);
     }
   }

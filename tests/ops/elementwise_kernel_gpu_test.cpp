@@ -408,7 +408,12 @@ template <class T>
 void check_transposed_adds(std::int64_t R, std::int64_t C) {
   INFO(fmt::format("{} x {} {}", R, C, dtype_of<T>().name()));
   ElementwiseKernel add("T x, T y", "T z", "z = x + y", "add_transposed");
-  auto sum = [](T a, T b) { return T(a + b); };
+  auto sum = [](T a, T b) {
+    if constexpr (std::is_same_v<T, half>)
+      return T(float(a) + float(b));  // exact: the inputs are quarters
+    else
+      return T(a + b);
+  };
   const auto n = std::size_t(R * C);
   const auto hx = random_of<T>(n), hy = random_of<T>(n);
   const ndarray x = upload(hx, {C, R}), y = upload(hy, {R, C}), yc = upload(hy, {C, R});
@@ -482,6 +487,14 @@ TEST_CASE("transposed operands (tiled through shared memory) match the host for 
     check_transposed_adds<std::int8_t>(r, c);
     check_transposed_adds<double>(r, c);
     check_transposed_adds<std::complex<float>>(r, c);
+  }
+  // 1- and 2-byte dtypes by units of 8 elements (64 x 96), by the largest unit both axes hold
+  // (36 x 40: by 4; 44 x 70: by pairs) and by one element (45 x 33).
+  for (auto [r, c] :
+       {std::pair<std::int64_t, std::int64_t>{64, 96}, {36, 40}, {44, 70}, {45, 33}}) {
+    check_transposed_adds<std::int8_t>(r, c);
+    check_transposed_adds<std::int16_t>(r, c);
+    check_transposed_adds<half>(r, c);
   }
   for (std::int64_t m : {1, 31, 33, 257}) {
     check_transposed_in_place_square<float>(m);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 
 #include "call/kernel_call.hpp"
@@ -172,6 +173,20 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
                     Catch::Contains("(rows: with a staged parameter)"));
   CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::tiled, .ndim = 2, .unit_cols = 2}),
                     Catch::Contains("at most 4 bytes wide"));
+  // float16 and int8 by up to 8 elements per access; never more, never a non-power of two.
+  ElementwiseKernel g("T x, T y", "T z", "z = x + y", "units");
+  const std::vector<dtype> f16(3, float16), i8(3, int8);
+  CHECK(g.make_spec(
+             f16, {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_cols = 8, .unit_rows = 8})
+            .log2_unit_rows == 3);
+  CHECK(g.make_spec(i8, {.layout = Layout::tiled, .ndim = 2, .unit_cols = 8}).log2_unit_cols == 3);
+  CHECK_THROWS_WITH(g.make_spec(f16, {.layout = Layout::tiled, .ndim = 2, .unit_cols = 16}),
+                    Catch::Contains("layout unit_cols 16 is not possible here") &&
+                        Catch::Contains("here up to 8"));
+  CHECK_THROWS_WITH(g.make_spec(i8, {.layout = Layout::tiled, .ndim = 2, .unit_cols = 6}),
+                    Catch::Contains("layout unit_cols 6 is not possible here"));
+  CHECK_THROWS_WITH(g.make_spec(i8, {.layout = Layout::tiled, .ndim = 2, .unit_cols = 16}),
+                    Catch::Contains("layout unit_cols 16 is not possible here"));
   const auto tiled = k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .staged = 5});
   CHECK(tiled.ndim == 2);
   CHECK((tiled.staged(0) && !tiled.staged(1) && tiled.staged(2)));
@@ -221,6 +236,22 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
       CHECK(s.unit_rows() == (any_staged ? 2 : 1));  // both sides by pairs, or neither
     }
   CHECK(pairs == 2 * 2 * 4);
+  // float16 and int8 take every unit up to 8 elements per access: 1, 2, 4 and 8.
+  const ElementwiseKernel gk("T x, T y", "T z", "z = x + y", "aot_units");
+  auto tiled_units = [&](dtype t) {
+    std::map<int, int> n;  // unit -> tiled specs
+    for (const auto& s : gk.specs({.dtypes = {t, t}, .max_ndim = 2, .index64 = false}))
+      if (s.layout == codegen::Layout::tiled) {
+        ++n[s.unit_cols()];
+        bool any_staged = false;
+        for (int j = 0; j < 3; ++j) any_staged |= s.staged(j);
+        CHECK(s.unit_rows() == (any_staged ? s.unit_cols() : 1));
+      }
+    return n;
+  };
+  CHECK(tiled_units(float32) == std::map<int, int>{{1, 4}, {2, 4}});
+  CHECK(tiled_units(float16) == std::map<int, int>{{1, 4}, {2, 4}, {4, 4}, {8, 4}});
+  CHECK(tiled_units(int8) == std::map<int, int>{{1, 4}, {2, 4}, {4, 4}, {8, 4}});
   // float64 moves 8 bytes per access already: no pairs, no gathered loops.
   const ElementwiseKernel k64("float64 x, float64 y", "float64 z", "z = x + y", "aot64");
   for (const auto& s : k64.specs({.dtypes = {float64, float64}, .max_ndim = 2}))
@@ -295,6 +326,23 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   CHECK((xt.unit_cols() == 2 && xt.unit_rows() == 2));
   CHECK((plan_of(add, {a.T(), b, c}).unit_cols() == 1 &&
          plan_of(add, {a.T(), b, c}).unit_rows() == 1));
+  // 1- and 2-byte dtypes move 8 elements per access where both axes hold whole units, and
+  // the largest unit that fits where they do not.
+  const ndarray h = untouched({8192, 8192}, float16), h2 = untouched({8192, 8192}, float16);
+  auto ht = plan_of(add, {h.T(), h2, untouched({8192, 8192}, float16)});
+  CHECK((ht.layout == Layout::tiled && ht.unit_cols() == 8 && ht.unit_rows() == 8));
+  const ndarray b8 = untouched({4096, 4096}, int8);
+  auto bt = plan_of(add, {b8.T(), untouched({4096, 4096}, int8), untouched({4096, 4096}, int8)});
+  CHECK((bt.unit_cols() == 8 && bt.unit_rows() == 8));
+  const ndarray h6 = untouched({1000, 4098}, float16);  // cols hold pairs, not fours
+  auto hp =
+      plan_of(add, {h6.T(), untouched({4098, 1000}, float16), untouched({4098, 1000}, float16)});
+  CHECK((hp.layout == Layout::tiled && hp.unit_cols() == 2 && hp.unit_rows() == 2));
+  // A view one element in is aligned for no unit: one element per access.
+  const ndarray hw = untouched({8192, 8193}, float16);
+  auto hs =
+      plan_of(add, {hw(all, slice(1, std::nullopt)).T(), h2, untouched({8192, 8192}, float16)});
+  CHECK((hs.layout == Layout::tiled && hs.unit_cols() == 1 && hs.unit_rows() == 1));
   const ndarray r = untouched({1, 1000}), s = untouched({1000, 1}), t = untouched({1000, 1});
   CHECK(plan_of(add, {r.T(), s, t}).layout == Layout::contiguous);
   // Broadcast row and column vectors beside a full operand read directly: no transposed

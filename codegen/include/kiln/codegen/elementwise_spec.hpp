@@ -74,10 +74,10 @@ struct ElementwiseSpec {
   std::uint8_t unroll = 2;        // vectors per thread per loop iteration (default_unroll)
   std::uint8_t nparams = 0;
   // tiled: log2 of the elements one global access moves, along the cols for direct operands
-  // and along the rows for staged ones (0: one element; 1: pairs). Each operand whose stride
-  // along that axis is one element takes the pair in one access; the planner checks those
-  // operands' alignment and that the axis holds whole pairs. 0 keeps the hashed bytes of
-  // specs from before pairs existed.
+  // and along the rows for staged ones (0: one element; 1: pairs; up to max_tiled_unit: 8
+  // elements of 1- and 2-byte dtypes). Each operand whose stride along that axis is one element
+  // takes the unit in one access; the planner checks those operands' alignment and that the axis
+  // holds whole units. 0 keeps the hashed bytes of specs from before units existed.
   std::uint8_t log2_unit_cols = 0;
   std::uint8_t log2_unit_rows = 0;
   std::array<OperandSpec, kMaxParams> params{};

@@ -37,6 +37,10 @@ inline constexpr std::int64_t kMinTileSide = 4;
 int tiled_elements_per_thread(const ElementwiseSpec& spec);
 /// Shared elements per staged operand: the largest [tc][tr + 1] tile (tc <= 256).
 int tiled_shared_elements(const ElementwiseSpec& spec);
+/// The most elements one global access of a tiled loop moves (a power of two): K (8) for 1- and
+/// 2-byte dtypes (int8 8 bytes, float16 16 bytes), pairs for 4-byte ones (16 bytes measured no
+/// faster than 8), 1 for wider dtypes (8 bytes and more already).
+int max_tiled_unit(const ElementwiseSpec& spec);
 
 /// A tile's rows and cols (powers of two between K and 256, rows x cols = 256 K): square-ish,
 /// then narrowed to a short axis so that few of its elements fall outside the loop.

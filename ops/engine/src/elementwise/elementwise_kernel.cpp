@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "kiln/codegen/elementwise_emitter.hpp"
+#include "kiln/codegen/launch_config.hpp"
 #include "kiln/codegen/type_resolution.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/shape.hpp"
@@ -149,14 +151,16 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   spec.vector_width = std::uint8_t(w);
   spec.unroll = codegen::default_unroll(spec.layout, w);
   const bool any_staged = layout.staged != 0;
+  const int max_unit = tiled ? codegen::max_tiled_unit(spec) : 1;
   auto check_unit = [&](const char* field, int u, bool allowed) {
     if (u == 1) return 0;
-    if (u != 2 || !tiled || widest_array_item(spec) > 4 || !allowed)
+    if (u < 1 || u > max_unit || (u & (u - 1)) != 0 || !allowed)
       throw ValueError(fmt::format(
-          "kernel '{}': layout {} {} is not possible here: 1, or 2 for tiled kernels whose "
-          "arrays are at most 4 bytes wide{}",
-          def.name, field, u, allowed ? "" : " (rows: with a staged parameter)"));
-    return 1;
+          "kernel '{}': layout {} {} is not possible here: 1, or for tiled kernels whose arrays "
+          "are at most 4 bytes wide a power of two up to 2 (4-byte dtypes) or 8 (here up to "
+          "{}){}",
+          def.name, field, u, max_unit, allowed ? "" : " (rows: with a staged parameter)"));
+    return std::countr_zero(unsigned(u));
   };
   spec.log2_unit_cols = std::uint8_t(check_unit("unit_cols", layout.unit_cols, true));
   spec.log2_unit_rows = std::uint8_t(check_unit("unit_rows", layout.unit_rows, any_staged));
@@ -203,9 +207,10 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                                         .index_bits = bits,
                                                         .vector_width = max_width,
                                                         .raw_ndim = t.raw_ndim})));
-    // Pairs (unit 2) for dtypes of at most 4 bytes: along the cols, and along the rows too
-    // when something is staged (the planner gives both sides pairs or neither).
-    const int max_unit = widest_array_item(probe) <= 4 ? 2 : 1;
+    // Units (pairs for 4-byte dtypes, up to 8 elements for 1- and 2-byte ones) along the
+    // cols, and along the rows too when something is staged (the planner gives both sides
+    // one unit).
+    const int max_unit = codegen::max_tiled_unit(probe);
     for (int nd = 2; nd <= t.max_ndim; ++nd)
       for (std::uint64_t staged : tiled_patterns(probe, nin()))
         for (int u = 1; u <= max_unit; u *= 2)

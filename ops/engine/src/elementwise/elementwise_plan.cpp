@@ -1,6 +1,7 @@
 #include "elementwise_plan.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 
 #include "kiln/codegen/elementwise_emitter.hpp"
@@ -75,21 +76,22 @@ bool plan_tiles(const KernelCall& c, ElementwisePlan& plan, int r) {
   return true;
 }
 
-// Pairs for a tiled loop of 1- to 4-byte dtypes: direct operands move two elements per
-// access along the cols, staged ones along the rows, where the axis holds whole pairs and
-// every operand that takes pairs (stride one element along that axis) is aligned for them at
-// every pair. Measured on an H200 (bench/layout_sweep): with one element per access a tiled
-// float32 loop ran at 0.60-0.78 of the copy rate and float16 at 0.45-0.53, where float64,
-// the same loop with twice the bytes per access, reached 0.88-0.97.
+// Units for a tiled loop of 1- to 4-byte dtypes: direct operands move u elements per access
+// along the cols, staged ones along the rows, u the largest power of two up to
+// codegen::max_tiled_unit where the axis holds whole units and every operand that takes them
+// (stride one element along that axis) is aligned for them at every unit. Measured on an H200
+// (bench/layout_sweep): with one element per access a tiled float32 loop ran at 0.60-0.78 of
+// the copy rate and float16 at 0.45-0.53, where float64, the same loop with twice the bytes
+// per access, reached 0.88-0.97. float16 by pairs (4 bytes) stayed at 0.45-0.64; by fours
+// (8 bytes) 0.62-0.86 and by eights (16 bytes) 0.72-0.86 on the same layouts.
 void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
   auto& spec = plan.spec;
   const int nd = plan.shape.size();
-  const std::int64_t widest = widest_array(c, ops, plan);
-  if (widest == 0 || widest > 4) return;
+  if (widest_array(c, ops, plan) == 0) return;
   bool any_staged = false;
   for (int j = 0; j < plan.noperands; ++j) any_staged |= spec.staged(ops[std::size_t(j)]);
-  auto pairs_fit = [&](bool staged, int axis) {
-    if (plan.shape[axis] % 2 != 0) return false;
+  auto units_fit = [&](int u, bool staged, int axis) {
+    if (plan.shape[axis] % u != 0) return false;
     for (int j = 0; j < plan.noperands; ++j) {
       const int k = ops[std::size_t(j)];
       if (spec.kind(k) != OperandKind::array || spec.staged(k) != staged) continue;
@@ -97,18 +99,23 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
       const auto isz = std::int64_t(a.itemsize());
       const Shape& st = plan.strides[std::size_t(j)];
       if (st[axis] != isz) continue;
-      const std::int64_t bytes = 2 * isz;
+      const std::int64_t bytes = u * isz;
       if (reinterpret_cast<std::uintptr_t>(a.data()) % std::uintptr_t(bytes) != 0) return false;
       for (int d = 0; d < nd; ++d)
         if (d != axis && st[d] % bytes != 0) return false;
     }
     return true;
   };
-  // With something staged, both sides take pairs or neither: half the kernels to prepare
-  // ahead of time.
-  const bool pairs = pairs_fit(false, nd - 1) && (!any_staged || pairs_fit(true, nd - 2));
-  spec.log2_unit_cols = std::uint8_t(pairs);
-  spec.log2_unit_rows = std::uint8_t(pairs && any_staged);
+  // With something staged, both sides take the same unit: fewer kernels to prepare ahead of
+  // time.
+  for (int u = codegen::max_tiled_unit(spec), log2 = std::countr_zero(unsigned(u)); u > 1;
+       u /= 2, --log2)
+    if (units_fit(u, false, nd - 1) && (!any_staged || units_fit(u, true, nd - 2))) {
+      spec.log2_unit_cols = std::uint8_t(log2);
+      spec.log2_unit_rows = std::uint8_t(any_staged ? log2 : 0);
+      return;
+    }
+  spec.log2_unit_cols = spec.log2_unit_rows = 0;
 }
 
 // Tiles the loop when an operand is transposed against the last axis: operands that run

@@ -38,14 +38,14 @@ struct elementwise_layout {
   int index_bits = 32;   // 32 or 64
   int vector_width = 1;  // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array
                          // dtype; gathered: exactly that (arrays of at most 4 bytes)
-  int raw_ndim = 1;  // ndim of every raw array parameter, 0..32
+  int raw_ndim = 1;      // ndim of every raw array parameter, 0..32
   /// tiled: bit k set = parameter k (an array) runs fastest along the rows (a transposed
   /// view) and moves through shared memory; none: row tiles (broadcasts whose inputs are
   /// all smaller than the output, walked in tiles, every operand read and written directly).
   std::uint64_t staged = 0;
   /// tiled: elements one access moves, along the cols for operands read directly and along
-  /// the rows for staged ones: 1, or 2 (pairs, for arrays of at most 4-byte dtypes; rows only
-  /// with something staged).
+  /// the rows for staged ones: 1, or a power of two up to 2 for 4-byte dtypes and up to 8 for
+  /// 1- and 2-byte ones (arrays of at most 4-byte dtypes; rows only with something staged).
   int unit_cols = 1, unit_rows = 1;
 };
 
