@@ -512,6 +512,16 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
   REQUIRE(tiled.size() == 1);
   CHECK(tiled[0].variant == "tiled staged 0 i32");
   CHECK_THAT(tiled[0].request.source, Contains("kiln_sm_x["));
+  // float16 by eights (16 bytes per access), down the rows of the staged operand too.
+  const auto hm = kiln::tools::parse_manifest(R"({"kiln_manifest": 1, "kernels": [
+    {"kind": "elementwise", "in_params": "float16 x, float16 y", "out_params": "float16 z",
+     "operation": "z = x + y", "name": "hadd", "dtypes": ["float16", "float16"],
+     "layout": {"layout": "tiled", "ndim": 2, "staged": [0], "unit_cols": 8, "unit_rows": 8}}]})",
+                                              "tiled16.json");
+  const auto eights = kiln::tools::expand_entry(hm, hm.entries[0], 90);
+  REQUIRE(eights.size() == 1);
+  CHECK(eights[0].variant == "tiled staged 0 cols by 8 rows by 8 i32");
+  CHECK_THAT(eights[0].request.source, Contains("kiln_load<8>(kiln_u,"));
   // The sample manifest parses and expands too.
   const auto samples = kiln::tools::read_manifest(fs::path(KILN_TEST_SOURCE_DIR) / ".." /
                                                   "samples" / "kernels.json");

@@ -140,6 +140,11 @@ TEST_CASE("manifest numbers out of range are errors, never wrapped into other va
       {"[{" + ew + R"(, "scalar_inputs": [4294967296]}])", "scalar_inputs[0]"},
       {"[{" + ew + R"(, "layout": {"index_bits": 4294967328}}])", "index_bits"},
       {"[{" + ew + R"(, "layout": {"staged": [64]}}])", "staged[0]"},
+      {"[{" + ew + R"(, "layout": {"layout": "tiled", "ndim": 2, "unit_cols": 4294967298}}])",
+       "unit_cols"},
+      // In range for the field, too wide for float32 (pairs at most).
+      {"[{" + ew + R"(, "layout": {"layout": "tiled", "ndim": 2, "unit_cols": 4}}])",
+       "layout unit_cols 4 is not possible here"},
       {"[{" + ew + R"(, "max_ndim": 2.5}])", "must be an integer"},
       {R"({"archs": [4294967386], "kernels": []})", "\"archs\"[0]"},
       {R"({"archs": ["sm_52"], "kernels": []})", "supported: "},
