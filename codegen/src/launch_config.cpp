@@ -15,12 +15,6 @@ std::int64_t pow2_ceil(std::int64_t v) {
   while (p < v) p *= 2;
   return p;
 }
-std::size_t widest_array(const ElementwiseSpec& s) {
-  std::size_t widest = 1;
-  for (int k = 0; k < s.nparams; ++k)
-    if (s.kind(k) == OperandKind::array) widest = std::max(widest, s.param_dtype(k).itemsize());
-  return widest;
-}
 }  // namespace
 
 LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size, int block,
@@ -46,10 +40,12 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
   return g;
 }
 
-int tiled_elements_per_thread(const ElementwiseSpec& s) { return widest_array(s) >= 4 ? 4 : 8; }
+int tiled_elements_per_thread(const ElementwiseSpec& s) {
+  return s.widest_array_item() >= 4 ? 4 : 8;
+}
 
 int max_tiled_unit(const ElementwiseSpec& s) {
-  const auto widest = widest_array(s);
+  const auto widest = s.widest_array_item();
   if (widest > 4) return 1;
   if (widest == 4) return 2;  // 16 bytes per access measured no faster than 8
   return std::min(tiled_elements_per_thread(s), int(16 / widest));

@@ -19,7 +19,9 @@
 //   s.layout = Layout::strided; s.ndim = 2;        // z = x[:, None] + y[None, :] (an outer sum)
 //   s.vector_width = 8;                            // float16: y and z by 16 bytes, x once
 //   s.unroll = default_unroll(s.layout, 8);
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "kiln/codegen/elementwise_definition.hpp"
@@ -89,6 +91,14 @@ struct ElementwiseSpec {
   bool staged(int k) const { return params[std::size_t(k)].staged != 0; }
   int unit_cols() const { return 1 << log2_unit_cols; }
   int unit_rows() const { return 1 << log2_unit_rows; }
+  /// Bytes of the widest array parameter's dtype (1 with none): what a vector or a tiled
+  /// unit must hold a whole number of.
+  std::size_t widest_array_item() const {
+    std::size_t widest = 1;
+    for (int k = 0; k < nparams; ++k)
+      if (kind(k) == OperandKind::array) widest = std::max(widest, param_dtype(k).itemsize());
+    return widest;
+  }
   void set_param(int k, dtype t, OperandKind kind, int raw_ndim = 0, bool raw_contiguous = true) {
     params[std::size_t(k)] = {static_cast<std::uint8_t>(t.id()), kind,
                               static_cast<std::uint8_t>(raw_ndim), std::uint8_t(raw_contiguous)};

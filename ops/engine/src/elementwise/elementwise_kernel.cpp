@@ -29,15 +29,6 @@ void check_range(const std::string& kernel, const char* field, int v, int lo, in
         fmt::format("kernel '{}': layout {} {} is outside {}..{}", kernel, field, v, lo, hi));
 }
 
-// Widest dtype among array operands: what a 16-byte vector must hold a whole number of.
-std::size_t widest_array_item(const codegen::ElementwiseSpec& spec) {
-  std::size_t widest = 1;
-  for (int k = 0; k < spec.nparams; ++k)
-    if (spec.kind(k) == OperandKind::array)
-      widest = std::max(widest, spec.param_dtype(k).itemsize());
-  return widest;
-}
-
 // The transposed-operand patterns worth preparing: none (row tiles: broadcasts into a larger
 // output), each array input alone (x.T + y,
 // y + x.T), and every array input (x.T + y.T) when there are several; within the shared
@@ -134,9 +125,9 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
                       "over {}",
                       def.name, codegen::tiled_shared_bytes(spec), codegen::kMaxTiledSharedBytes));
   }
-  const int max_width = int(16 / widest_array_item(spec));
+  const int max_width = int(16 / spec.widest_array_item());
   const int w = layout.vector_width;
-  if (layout.layout == Layout::gathered && (widest_array_item(spec) > 4 || w != max_width))
+  if (layout.layout == Layout::gathered && (spec.widest_array_item() > 4 || w != max_width))
     throw ValueError(fmt::format(
         "kernel '{}': layout vector_width {} is not possible here: gathered kernels take 16 "
         "bytes of the widest array dtype ({}), which is at most 4 bytes wide",
@@ -183,7 +174,7 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
   if (t.index64) index_bits.push_back(64);
   // Vector widths depend on which parameters are arrays: probe with width 1 first.
   const auto probe = with_scalars(make_spec(t.dtypes, {.raw_ndim = t.raw_ndim}));
-  const int max_width = int(16 / widest_array_item(probe));
+  const int max_width = int(16 / probe.widest_array_item());
   for (int bits : index_bits) {
     for (int w = 1; w <= max_width; w *= 2) {
       auto spec = probe;
@@ -193,14 +184,14 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
     }
     for (int nd = 1; nd <= t.max_ndim; ++nd)
       for (int w = 1; w <= max_width; w *= 2)
-        if (codegen::strided_width_planned(w, int(widest_array_item(probe))))
+        if (codegen::strided_width_planned(w, int(probe.widest_array_item())))
           out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::strided,
                                                           .ndim = nd,
                                                           .index_bits = bits,
                                                           .vector_width = w,
                                                           .raw_ndim = t.raw_ndim})));
     // Gathered loops (contiguous outputs) for dtypes of at most 4 bytes, 16-byte vectors.
-    if (widest_array_item(probe) <= 4)
+    if (probe.widest_array_item() <= 4)
       for (int nd = 1; nd <= t.max_ndim; ++nd)
         out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
                                                         .ndim = nd,
