@@ -45,6 +45,15 @@ std::string parse_reason(const json::parse_error& e) {
   return m;
 }
 
+// nlohmann's message for a number too large for a double ("number overflow parsing
+// '1E400'"), without its "[json.exception.out_of_range.406] " prefix. The parser throws it as
+// out_of_range, not parse_error, and it has no byte position.
+std::string overflow_reason(const json::out_of_range& e) {
+  std::string m = e.what();
+  if (auto at = m.find("] "); at != std::string::npos) m = m.substr(at + 2);
+  return m;
+}
+
 ManifestEntry make_entry(const Manifest& m, json j, std::size_t number, std::size_t line) {
   ManifestEntry e;
   e.number = number;
@@ -106,22 +115,30 @@ Manifest parse_manifest(std::string_view text, const fs::path& path, bool keep_g
       m.invalid.push_back(e.what());
     }
   };
+  // JSON lines: the first line is a complete object by itself.
+  const std::size_t first_nl = text.find('\n');
+  auto first_line_is_object = [&] {
+    if (first_nl == std::string_view::npos) return false;
+    try {
+      return json::parse(text.substr(0, first_nl)).is_object();
+    } catch (const json::exception&) {
+      return false;
+    }
+  };
   json doc;
+  bool lines = false;
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& whole) {
-    // JSON lines: the first line is a complete object by itself.
-    const std::size_t first_nl = text.find('\n');
-    bool lines = false;
-    if (first_nl != std::string_view::npos && whole.byte > first_nl) {
-      try {
-        lines = json::parse(text.substr(0, first_nl)).is_object();
-      } catch (const json::parse_error&) {
-      }
-    }
+    lines = whole.byte > first_nl && first_line_is_object();
     if (!lines)
       throw ManifestError(path.string() + ":" + position(text, whole.byte ? whole.byte - 1 : 0) +
                           ": JSON syntax error: " + parse_reason(whole));
+  } catch (const json::out_of_range& whole) {
+    lines = first_line_is_object();
+    if (!lines) throw ManifestError(path.string() + ": " + overflow_reason(whole));
+  }
+  if (lines) {
     std::size_t start = 0, line = 1, number = 0;
     while (start < text.size()) {
       std::size_t end = text.find('\n', start);
@@ -137,6 +154,9 @@ Manifest parse_manifest(std::string_view text, const fs::path& path, bool keep_g
             throw ManifestError(path.string() + ":" + std::to_string(line) + ":" +
                                 std::to_string(e.byte ? e.byte : 1) +
                                 ": JSON syntax error: " + parse_reason(e));
+          } catch (const json::out_of_range& e) {
+            throw ManifestError(path.string() + ":" + std::to_string(line) + ": " +
+                                overflow_reason(e));
           }
           return make_entry(m, std::move(j), number, line);
         });

@@ -357,6 +357,9 @@ TEST_CASE("kiln-cache rejects bad manifests with the file, the place and the ent
        "oops}\n",
        "m.json:2:"},
       {R"("just a string")", "a manifest is a JSON object"},
+      // Past a double's range: nlohmann throws out_of_range, not a syntax error.
+      {"[{" + ew + R"(, "dtypes": [["float32", "float32"]], "max_ndim": 42E4967298}])",
+       "m.json: number overflow parsing '42E4967298'"},
   };
   for (const auto& c : cases) {
     auto r = precompile(c.text);
@@ -373,6 +376,27 @@ TEST_CASE("kiln-cache rejects bad manifests with the file, the place and the ent
   CHECK_THAT(missing.output, Contains("nope.json: cannot open the manifest"));
   auto folder = run_cli("precompile " + q(tmp.path()) + " --arch 90 --cache-dir " + q(dir));
   CHECK(folder.status == 2);
+}
+
+TEST_CASE("a number past a double's range is a manifest error, set aside by line with keep_going",
+          "[tools]") {
+  using kiln::tools::ManifestError;
+  using kiln::tools::parse_manifest;
+  const std::string ok = R"({"kind": "source", "kernel_name": "a", "source": "x"})";
+  const std::string big =
+      R"({"kind": "source", "kernel_name": "b", "source": "x", "recorded_arch": 1E400})";
+  KILN_CHECK_THROWS(parse_manifest(big, "m.json", false), ManifestError,
+                    Contains("m.json: number overflow parsing '1E400'"));
+  // JSON lines: the entry of that line, by its line number.
+  const auto kept = parse_manifest(ok + "\n" + big + "\n", "m.json", true);
+  CHECK(kept.entries.size() == 1);
+  REQUIRE(kept.invalid.size() == 1);
+  CHECK_THAT(kept.invalid[0], Contains("m.json:2: number overflow parsing '1E400'"));
+  KILN_CHECK_THROWS(parse_manifest(ok + "\n" + big + "\n", "m.json", false), ManifestError,
+                    Contains("m.json:2: number overflow parsing '1E400'"));
+  // On the first line nothing says the file is JSON lines: the file is refused.
+  KILN_CHECK_THROWS(parse_manifest(big + "\n" + ok + "\n", "m.json", true), ManifestError,
+                    Contains("m.json: number overflow parsing '1E400'"));
 }
 
 TEST_CASE("kiln-cache refuses cache folders it cannot write or that programs would not read",
