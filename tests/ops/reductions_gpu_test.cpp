@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "kiln/kiln.hpp"
@@ -99,6 +100,48 @@ TEST_CASE("argmin/argmax return the first extreme; NaN propagates as NumPy", "[o
   const double terms = abs_sum(clean);
   CHECK(close_sum(got_sum, want, terms));
   CHECK(close_sum(got_mean, want / double(h.size() - 1), terms / double(h.size() - 1)));
+}
+
+TEST_CASE("argmin/argmax of arrays at their dtype's extremes return the first index",
+          "[ops][gpu]") {
+  // Every element equals the lowest (argmax) or highest (argmin) value the dtype holds, the
+  // value argmin/argmax start from: index 0 whole, along rows, and down columns.
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::tuple<dtype, scalar, scalar>> extremes = {
+      {bool_, scalar(false), scalar(true)},
+      {int8, scalar(std::int8_t(-128)), scalar(std::int8_t(127))},
+      {uint8, scalar(std::uint8_t(0)), scalar(std::uint8_t(255))},
+      {int16, scalar(std::numeric_limits<std::int16_t>::min()),
+       scalar(std::numeric_limits<std::int16_t>::max())},
+      {uint32, scalar(std::uint32_t(0)), scalar(std::numeric_limits<std::uint32_t>::max())},
+      {int64, scalar(std::numeric_limits<std::int64_t>::min()),
+       scalar(std::numeric_limits<std::int64_t>::max())},
+      {float16, scalar(-inf), scalar(inf)},
+      {float32, scalar(-inf), scalar(inf)},
+      {float64, scalar(-inf), scalar(inf)}};
+  for (const auto& [t, lo, hi] : extremes) {
+    INFO(t.name());
+    const ndarray low = full({300, 2000}, lo, t), high = full({300, 2000}, hi, t);
+    CHECK(argmax(low).get<std::int64_t>() == std::vector<std::int64_t>{0});
+    CHECK(argmin(high).get<std::int64_t>() == std::vector<std::int64_t>{0});
+    CHECK(argmax(low, 1).get<std::int64_t>() == std::vector<std::int64_t>(300, 0));
+    CHECK(argmin(high, 1).get<std::int64_t>() == std::vector<std::int64_t>(300, 0));
+    CHECK(argmax(low, 0).get<std::int64_t>() == std::vector<std::int64_t>(2000, 0));
+    CHECK(argmin(high, 0).get<std::int64_t>() == std::vector<std::int64_t>(2000, 0));
+  }
+  // A NaN beats -inf, and the first of two NaNs wins, along rows and down columns.
+  std::vector<float> h(300 * 2000, -float(inf));
+  h[std::size_t(5 * 2000 + 700)] = h[std::size_t(9 * 2000 + 700)] = std::nanf("");
+  h[std::size_t(5 * 2000 + 900)] = std::nanf("");
+  const ndarray x = asarray(h, Shape{300, 2000});
+  const auto rows = argmax(x, 1).get<std::int64_t>();
+  CHECK(rows[5] == 700);
+  CHECK(rows[9] == 700);
+  CHECK(rows[6] == 0);
+  const auto cols = argmin(x, 0).get<std::int64_t>();
+  CHECK(cols[700] == 5);
+  CHECK(cols[900] == 5);
+  CHECK(cols[0] == 0);
 }
 
 TEST_CASE("reductions along axes, keepdims, members and views", "[ops][gpu]") {

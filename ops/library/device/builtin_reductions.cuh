@@ -20,19 +20,41 @@ __device__ __forceinline__ bool kiln_rnan(const kiln_V& kiln_v) {
 }
 typedef typename kiln_acc_of<U>::type kiln_R;
 typedef typename kiln_acc_of<T>::type kiln_RT;
+// argmin/argmax: a value and its position along the reduced axes. The index is kiln_idx (32
+// bits unless the kernel indexes in 64), so a pair is 8 bytes for 4-byte values.
 struct kiln_arg {
   kiln_RT v;
-  long long i;
+  kiln_idx i;
 };
+// The identity: the worst value with the largest index, so every element beats it (ties go to
+// the smaller index). Having one spares each element the "seen anything yet" select.
+template <bool kiln_max, class kiln_V = kiln_RT>  // kiln_V: so only the taken branch compiles
+__device__ __forceinline__ kiln_arg kiln_arg_none() {
+  kiln_V kiln_w;
+  if constexpr (kiln_same<kiln_V, bool>::value) {
+    kiln_w = !kiln_max;
+  } else if constexpr (kiln_same<kiln_V, float>::value) {
+    kiln_w = __int_as_float(int(kiln_max ? 0xff800000u : 0x7f800000u));
+  } else if constexpr (kiln_same<kiln_V, double>::value) {
+    kiln_w =
+        __longlong_as_double((long long)(kiln_max ? 0xfff0000000000000ull : 0x7ff0000000000000ull));
+  } else {  // integers: the lowest is 0 or the sign bit alone
+    const kiln_V kiln_lo =
+        kiln_V(-1) < kiln_V(0) ? kiln_V(1ull << (sizeof(kiln_V) * 8 - 1)) : kiln_V(0);
+    kiln_w = kiln_max ? kiln_lo : kiln_V(~kiln_lo);
+  }
+  return kiln_arg{kiln_w, kiln_idx(~kiln_uidx(0) >> 1)};
+}
+// NumPy's pick: the first NaN, else the extreme value, ties to the smaller index. Written as
+// one predicate and two selects: as nested ifs it compiled to five branches per element, and
+// argmax over float32 rows ran at half the copy rate, bound by issue.
 template <bool kiln_max>
 __device__ __forceinline__ kiln_arg kiln_arg_pick(const kiln_arg& kiln_a, const kiln_arg& kiln_b) {
   const bool kiln_an = kiln_rnan(kiln_a.v), kiln_bn = kiln_rnan(kiln_b.v);
-  if (kiln_an || kiln_bn) {
-    if (kiln_an && kiln_bn) return kiln_b.i < kiln_a.i ? kiln_b : kiln_a;
-    return kiln_an ? kiln_a : kiln_b;
-  }
   const bool kiln_better = kiln_max ? kiln_b.v > kiln_a.v : kiln_b.v < kiln_a.v;
-  return (kiln_better || (kiln_b.v == kiln_a.v && kiln_b.i < kiln_a.i)) ? kiln_b : kiln_a;
+  const bool kiln_tie = (kiln_b.v == kiln_a.v) | (kiln_an & kiln_bn);
+  const bool kiln_take = kiln_better | (kiln_bn & !kiln_an) | (kiln_tie & (kiln_b.i < kiln_a.i));
+  return kiln_arg{kiln_take ? kiln_b.v : kiln_a.v, kiln_take ? kiln_b.i : kiln_a.i};
 }
 struct kiln_sn {
   kiln_R s;
