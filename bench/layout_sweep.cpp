@@ -510,6 +510,10 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
   add("log-softmax (16384, 4096) last axis", "log_softmax", float32, {rows, 4096}, {-1});
   add("standardize over (0, 2, 3) of NCHW", "standardize", float32,
       {std::max<std::int64_t>(2, std::int64_t(32 * scale)), 128, 56, 56}, {0, 2, 3});
+  // Rows past a block's registers (a vocabulary): streamed, each phase reading the row again.
+  const auto vocab_rows = std::max<std::int64_t>(264, std::int64_t(2048 * scale));
+  add("softmax (2048, 32000) last axis", "softmax", float32, {vocab_rows, 32000}, {-1});
+  add("layer norm (2048, 32000) last axis", "layer_norm", float32, {vocab_rows, 32000}, {-1});
   const std::vector<std::string> ops{"softmax", "log_softmax", "layer_norm", "mean_var",
                                      "standardize"};
   for (int k = 0; k < count; ++k) {

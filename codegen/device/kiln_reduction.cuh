@@ -55,3 +55,25 @@ __device__ __forceinline__ void kiln_row_load(kiln_V (&kiln_dst)[kiln_w], const 
     kiln_load<kiln_w>(kiln_dst, reinterpret_cast<const kiln_V*>(kiln_row) + kiln_e);
   }
 }
+// A streamed row's last reads and its outputs' writes: marked evict-first (ld/st .cs), so
+// they leave L2 to the rows other blocks will read again.
+template <int kiln_w, class kiln_V, class kiln_I>
+__device__ __forceinline__ void kiln_row_load_last(kiln_V (&kiln_dst)[kiln_w], const char* kiln_row,
+                                                   kiln_I kiln_e, kiln_I kiln_step) {
+  typedef typename kiln_word<int(sizeof(kiln_V)) * kiln_w>::type kiln_W;
+  if (kiln_step == 0) {
+    kiln_row_load<kiln_w>(kiln_dst, kiln_row, kiln_e, kiln_step);
+  } else {
+    const kiln_W kiln_tmp =
+        __ldcs(reinterpret_cast<const kiln_W*>(reinterpret_cast<const kiln_V*>(kiln_row) + kiln_e));
+    memcpy(&kiln_dst[0], &kiln_tmp, sizeof(kiln_W));
+  }
+}
+template <int kiln_w, class kiln_V>
+__device__ __forceinline__ void kiln_row_store_last(kiln_V* kiln_dst,
+                                                    const kiln_V (&kiln_src)[kiln_w]) {
+  typedef typename kiln_word<int(sizeof(kiln_V)) * kiln_w>::type kiln_W;
+  kiln_W kiln_tmp;
+  memcpy(&kiln_tmp, &kiln_src[0], sizeof(kiln_W));
+  __stcs(reinterpret_cast<kiln_W*>(kiln_dst), kiln_tmp);
+}

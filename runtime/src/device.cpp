@@ -81,6 +81,7 @@ const DeviceProperties& device_properties(int device) {
     d->max_threads_per_multiprocessor = p.maxThreadsPerMultiProcessor;
     d->warp_size = p.warpSize;
     d->total_memory = p.totalGlobalMem;
+    d->l2_cache_bytes = std::size_t(p.l2CacheSize);
     t.props[device] = std::move(d);
   });
   return *t.props[device];

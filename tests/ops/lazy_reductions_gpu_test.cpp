@@ -100,6 +100,37 @@ TEST_CASE("softmax and log-softmax over the last axis match the host for short, 
   }
 }
 
+TEST_CASE("rows too long for a block's registers stream and match the host", "[ops][gpu]") {
+  // Enough rows for two blocks per SM, each phase reading its row again: vectors of four
+  // (32000, a vocabulary) and single elements (an odd length).
+  for (Shape shape : {Shape{600, 32000}, Shape{300, 20001}}) {
+    INFO(shape.str());
+    std::vector<float> h, hg, hb;
+    const ndarray a = random_f32(shape, h);
+    const ndarray g = random_f32({shape[1]}, hg, 0.5, 2), b = random_f32({shape[1]}, hb);
+    const auto x = lazy(a);
+    ndarray y = poisoned(shape, float32);
+    eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
+    CHECK(mismatches(y, host_softmax(h, shape[0], shape[1], false), 1e-9, 1e-5) == 0);
+    ndarray ls = poisoned(shape, float32);
+    eval_into((x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true)), ls);
+    CHECK(mismatches(ls, host_softmax(h, shape[0], shape[1], true), 1e-5, 1e-5) == 0);
+    ndarray ln = poisoned(shape, float32);
+    eval_into((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b, ln);
+    CHECK(mismatches(ln, host_layer_norm(h, shape[0], shape[1], hg, hb, 1e-5), 1e-4, 1e-4) == 0);
+  }
+  // float16 rows of 40000 (past 512 lanes of 8 vectors of 8), computed in float32.
+  const Shape shape{300, 40000};
+  std::vector<float> h;
+  const ndarray ah = random_f32(shape, h).astype(float16);
+  std::vector<float> hh;
+  for (half v : ah.get<half>()) hh.push_back(float(v));
+  const auto x = lazy(ah);
+  ndarray y = poisoned(shape, float16);
+  eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
+  CHECK(mismatches<half>(y, host_softmax(hh, shape[0], shape[1], false), 1e-7, 1e-2) == 0);
+}
+
 TEST_CASE("kiln::fuse runs softmax and layer norm written with NumPy's functions", "[ops][gpu]") {
   const Shape shape{512, 1024};
   std::vector<float> h, hg, hb;

@@ -13,6 +13,8 @@
 //   s.items = 4;          // each thread holds 4 vectors: a row of up to lanes * 16 elements
 //   s.group = 0;          // a block per row (lanes = blockDim.x, up to kMaxRowLanes)
 //   s.wide = 1;           // ... of kMaxRowLanes lanes: two such blocks share an SM
+//   s.items = 0;          // streamed: no registers hold the row; each phase reads it again
+//                         // (from L2, which holds the rows in flight), for rows too long
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +31,8 @@ struct RowSpec {
   std::uint8_t out_ndim = 1;      // collapsed output (kept) dims, >= 1
   std::uint8_t index_bits = 32;   // 32 or 64
   std::uint8_t vector_width = 1;  // elements per load and store along the row
-  std::uint8_t items = 1;         // vectors per thread: 1, 2, 4 or 8
+  std::uint8_t items = 1;         // vectors per thread: 1, 2, 4 or 8; 0: streamed, a row of
+                                  // any length, re-read by each phase (wide blocks only)
   std::uint8_t group = 1;         // 1: blockDim.x (<= 32) lanes per row, blockDim.y rows per
                                   // block (256 threads); 0: a block (blockDim.x lanes, up to
                                   // kMaxRowLanes) per row

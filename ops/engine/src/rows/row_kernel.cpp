@@ -44,10 +44,12 @@ struct RowKind {
                    types, c.def.nin,
                    row_cached_bytes(kernel.definition(),
                                     std::span<const ndarray* const>(c.arrays.data(), n), types),
-                   device_properties(c.device).multiprocessor_count, p))
+                   device_properties(c.device).multiprocessor_count,
+                   std::int64_t(device_properties(c.device).l2_cache_bytes), p))
       throw ValueError(
           fmt::format("row kernel '{}': the arrays' layout does not fit a row kernel (rows of {} "
-                      "must be one dim with unit or no steps, short enough for a block); evaluate "
+                      "must be one dim with unit or no steps, short enough for a block's "
+                      "registers or, streamed, for L2 with two rows per SM); evaluate "
                       "the expression instead, which plans around it",
                       c.def.name, c.shape.str()));
   }
@@ -122,8 +124,9 @@ std::vector<codegen::RowSpec> RowKernel::specs(const aot_target& t) const {
   for (int bits : t.index64 ? std::vector<int>{32, 64} : std::vector<int>{32})
     for (int od = 1; od <= t.max_ndim; ++od)
       for (int vw = 1; vw <= int(16 / widest); vw *= 2)
-        for (int items : {1, 2, 4, 8})
-          for (int shape : {1, 0, 2}) {  // a group of lanes, a block, a wide block
+        for (int items : {1, 2, 4, 8, 0})
+          for (int shape : {1, 0, 2}) {              // a group of lanes, a block, a wide block
+            if (items == 0 && shape != 2) continue;  // streamed rows: wide blocks only
             codegen::RowSpec s = base;
             s.index_bits = std::uint8_t(bits);
             s.out_ndim = std::uint8_t(od);

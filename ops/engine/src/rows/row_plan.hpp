@@ -29,12 +29,14 @@ struct RowPlan {
 
 /// Plans a row kernel over `loop` whose reduced axes are `mask`, for the parameters' arrays
 /// (nullptr: a scalar) and dtypes; `cached_bytes`: the bytes of one element of every leaf
-/// the kernel keeps in registers; `sm_count`: the GPU's multiprocessors. False when the layout does
-/// not fit: the reduced axes do not collapse to one dim with unit or no steps for every array (unit
-/// for outputs), or the row is longer than 1024 threads hold without spilling.
+/// the kernel keeps in registers; `sm_count` and `l2_bytes`: the GPU's multiprocessors and L2
+/// cache. False when the layout does not fit: the reduced axes do not collapse to one dim with
+/// unit or no steps for every array (unit for outputs), or the row is longer than a block holds
+/// in registers and cannot be streamed (too few rows, or too long for L2 to keep the rows in
+/// flight).
 bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
                std::span<const dtype> types, int nin, int cached_bytes, int sm_count,
-               RowPlan& plan);
+               std::int64_t l2_bytes, RowPlan& plan);
 /// Bytes of one element of every leaf a row kernel keeps in registers (an array read in two
 /// phases or more, as the emitter decides), for a call's arrays and dtypes.
 int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray* const> arrays,

@@ -20,6 +20,7 @@ struct DeviceProperties {
   int max_threads_per_multiprocessor = 0;
   int warp_size = 32;
   std::size_t total_memory = 0;
+  std::size_t l2_cache_bytes = 0;
   int arch() const { return major * 10 + minor; }  // 90 for sm_90
 };
 
