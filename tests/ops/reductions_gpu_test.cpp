@@ -102,7 +102,7 @@ TEST_CASE("argmin/argmax return the first extreme; NaN propagates as NumPy", "[o
   CHECK(close_sum(got_mean, want / double(h.size() - 1), terms / double(h.size() - 1)));
 }
 
-TEST_CASE("argmin/argmax of arrays at their dtype's extremes return the first index",
+TEST_CASE("argmin/argmax (the first index) and max/min of arrays at their dtype's extremes",
           "[ops][gpu]") {
   // Every element equals the lowest (argmax) or highest (argmin) value the dtype holds, the
   // value argmin/argmax start from: index 0 whole, along rows, and down columns.
@@ -128,6 +128,13 @@ TEST_CASE("argmin/argmax of arrays at their dtype's extremes return the first in
     CHECK(argmin(high, 1).get<std::int64_t>() == std::vector<std::int64_t>(300, 0));
     CHECK(argmax(low, 0).get<std::int64_t>() == std::vector<std::int64_t>(2000, 0));
     CHECK(argmin(high, 0).get<std::int64_t>() == std::vector<std::int64_t>(2000, 0));
+    // max and min start from the same values: the extremes themselves come back.
+    const auto as_f64 = [](const ndarray& a) { return a.astype(float64).get<double>(); };
+    const double l = as_f64(full({1}, lo, t))[0], u = as_f64(full({1}, hi, t))[0];
+    CHECK(as_f64(max(low)) == std::vector<double>{l});
+    CHECK(as_f64(min(high)) == std::vector<double>{u});
+    CHECK(as_f64(max(low, 1)) == std::vector<double>(300, l));
+    CHECK(as_f64(min(high, 0)) == std::vector<double>(2000, u));
   }
   // A NaN beats -inf, and the first of two NaNs wins, along rows and down columns.
   std::vector<float> h(300 * 2000, -float(inf));

@@ -18,6 +18,24 @@ template <class kiln_V>
 __device__ __forceinline__ bool kiln_rnan(const kiln_V& kiln_v) {
   return !(kiln_v == kiln_v);
 }
+// The lowest (kiln_low) or highest value of a real type: -inf or inf for floats, the
+// integers' limits, false or true: the identities of max, min, argmax and argmin (NumPy
+// raises for their empty reductions before any kernel runs).
+template <class kiln_V, bool kiln_low>
+__device__ __forceinline__ kiln_V kiln_extreme() {
+  if constexpr (kiln_same<kiln_V, bool>::value) {
+    return !kiln_low;
+  } else if constexpr (kiln_same<kiln_V, float>::value) {
+    return __int_as_float(int(kiln_low ? 0xff800000u : 0x7f800000u));
+  } else if constexpr (kiln_same<kiln_V, double>::value) {
+    return __longlong_as_double(
+        (long long)(kiln_low ? 0xfff0000000000000ull : 0x7ff0000000000000ull));
+  } else {  // integers: the lowest is 0 or the sign bit alone
+    const kiln_V kiln_lo =
+        kiln_V(-1) < kiln_V(0) ? kiln_V(1ull << (sizeof(kiln_V) * 8 - 1)) : kiln_V(0);
+    return kiln_low ? kiln_lo : kiln_V(~kiln_lo);
+  }
+}
 typedef typename kiln_acc_of<U>::type kiln_R;
 typedef typename kiln_acc_of<T>::type kiln_RT;
 // argmin/argmax: a value and its position along the reduced axes. The index is kiln_idx (32
@@ -28,22 +46,9 @@ struct kiln_arg {
 };
 // The identity: the worst value with the largest index, so every element beats it (ties go to
 // the smaller index). Having one spares each element the "seen anything yet" select.
-template <bool kiln_max, class kiln_V = kiln_RT>  // kiln_V: so only the taken branch compiles
+template <bool kiln_max>
 __device__ __forceinline__ kiln_arg kiln_arg_none() {
-  kiln_V kiln_w;
-  if constexpr (kiln_same<kiln_V, bool>::value) {
-    kiln_w = !kiln_max;
-  } else if constexpr (kiln_same<kiln_V, float>::value) {
-    kiln_w = __int_as_float(int(kiln_max ? 0xff800000u : 0x7f800000u));
-  } else if constexpr (kiln_same<kiln_V, double>::value) {
-    kiln_w =
-        __longlong_as_double((long long)(kiln_max ? 0xfff0000000000000ull : 0x7ff0000000000000ull));
-  } else {  // integers: the lowest is 0 or the sign bit alone
-    const kiln_V kiln_lo =
-        kiln_V(-1) < kiln_V(0) ? kiln_V(1ull << (sizeof(kiln_V) * 8 - 1)) : kiln_V(0);
-    kiln_w = kiln_max ? kiln_lo : kiln_V(~kiln_lo);
-  }
-  return kiln_arg{kiln_w, kiln_idx(~kiln_uidx(0) >> 1)};
+  return kiln_arg{kiln_extreme<kiln_RT, kiln_max>(), kiln_idx(~kiln_uidx(0) >> 1)};
 }
 // NumPy's pick: the first NaN, else the extreme value, ties to the smaller index. Written as
 // one predicate and two selects: as nested ifs it compiled to five branches per element, and

@@ -22,8 +22,8 @@ struct Row {
 constexpr Row kRows[] = {
     {builtin::sum, {"kiln_sum", "T x", "kiln_cast<kiln_R>(x)", "a + b", "y = kiln_cast<U>(a)", "0", "kiln_R"}, "builtin_reductions"},
     {builtin::prod, {"kiln_prod", "T x", "kiln_cast<kiln_R>(x)", "a * b", "y = kiln_cast<U>(a)", "1", "kiln_R"}, "builtin_reductions"},
-    {builtin::min, {"kiln_min", "T x", "kiln_cast<kiln_R>(x)", "(kiln_rnan(a) || a < b) ? a : b", "y = kiln_cast<U>(a)", "", "kiln_R"}, "builtin_reductions"},
-    {builtin::max, {"kiln_max", "T x", "kiln_cast<kiln_R>(x)", "(kiln_rnan(a) || a > b) ? a : b", "y = kiln_cast<U>(a)", "", "kiln_R"}, "builtin_reductions"},
+    {builtin::min, {"kiln_min", "T x", "kiln_cast<kiln_R>(x)", "(kiln_rnan(a) || a < b) ? a : b", "y = kiln_cast<U>(a)", "kiln_extreme<kiln_R, false>()", "kiln_R"}, "builtin_reductions"},
+    {builtin::max, {"kiln_max", "T x", "kiln_cast<kiln_R>(x)", "(kiln_rnan(a) || a > b) ? a : b", "y = kiln_cast<U>(a)", "kiln_extreme<kiln_R, true>()", "kiln_R"}, "builtin_reductions"},
     {builtin::nanmin, {"kiln_nanmin", "T x", "kiln_cast<kiln_R>(x)", "kiln_rnan(a) ? b : (kiln_rnan(b) ? a : (b < a ? b : a))", "y = kiln_cast<U>(a)", "", "kiln_R"}, "builtin_reductions"},
     {builtin::nanmax, {"kiln_nanmax", "T x", "kiln_cast<kiln_R>(x)", "kiln_rnan(a) ? b : (kiln_rnan(b) ? a : (b > a ? b : a))", "y = kiln_cast<U>(a)", "", "kiln_R"}, "builtin_reductions"},
     {builtin::nansum, {"kiln_nansum", "T x", "kiln_rnan(x) ? kiln_R(0) : kiln_cast<kiln_R>(x)", "a + b", "y = kiln_cast<U>(a)", "0", "kiln_R"}, "builtin_reductions"},
