@@ -72,16 +72,39 @@ TEST_CASE("a split's parts make about two waves of the blocks the compiled kerne
   CHECK(g.partials == 256 * 5);
   codegen::balance_parts(g, s, 256, 0, 132);  // occupancy unknown: unchanged
   CHECK(g.parts == 5);
-  // Columns: two waves over the column tiles.
+  // Columns: two waves over the column tiles. 256 float32 columns make few tiles of 32 lanes
+  // (2), so the tiles narrow to 8 lanes (a warp's row still 128 bytes): 8 tiles of 8 x 32.
   s = {};
   s.strategy = ReductionStrategy::outer;
   s.vector_width = 4;
+  s.nparams = 2;
+  s.set_param(0, float32, codegen::OperandKind::array);
+  s.set_param(1, float32, codegen::OperandKind::array);
   g = codegen::reduction_geometry(s, 256, 192 * 1255, 0, 132);
   REQUIRE(s.split == 1);
-  REQUIRE(g.grid_x == 2);
+  REQUIRE(g.grid_x == 8);
+  CHECK(g.block_x == 8);
+  CHECK(g.block_y == 32);
   codegen::balance_parts(g, s, 256, 3, 132);
-  CHECK(g.grid_y == 396);  // 2 * 3 * 132 blocks over 2 tiles
-  CHECK(g.partials == 396 * 256);
+  CHECK(g.grid_y == 99);  // 2 * 3 * 132 blocks over 8 tiles
+  CHECK(g.partials == 99 * 256);
+  // float64 pairs narrow down to 8 lanes (128 bytes of a row), only while tiles are few;
+  // many tiles keep 32 lanes.
+  s.vector_width = 2;
+  s.set_param(0, float64, codegen::OperandKind::array);
+  s.set_param(1, float64, codegen::OperandKind::array);
+  g = codegen::reduction_geometry(s, 64, 1 << 20, 0, 132);
+  CHECK(g.block_x == 8);  // 32 pairs: one tile of 32 lanes, narrowed to 8 lanes (128 bytes)
+  CHECK(g.grid_x == 4);
+  g = codegen::reduction_geometry(s, 256, 1 << 20, 0, 132);
+  CHECK(g.block_x == 16);  // 128 pairs: 32 lanes made 4 tiles, 16 lanes make 8 (enough)
+  CHECK(g.grid_x == 8);
+  s.vector_width = 4;
+  s.set_param(0, float32, codegen::OperandKind::array);
+  s.set_param(1, float32, codegen::OperandKind::array);
+  g = codegen::reduction_geometry(s, 16384, 16384, 0, 132);
+  CHECK(g.block_x == 32);
+  CHECK(g.grid_x == 128);
   // Never more parts than the reduced elements hold.
   s = {};
   s.vector_width = 4;
