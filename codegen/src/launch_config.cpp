@@ -108,12 +108,8 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
     // 1056 parts each made that combine the launch's tail (H200, mean over (0, 1) of
     // (192, 1255, 256) float32: 2 tiles 0.62 of the copy rate, 8 tiles of 8 x 32 threads 0.81).
     constexpr std::int64_t kFewTiles = 8;
-    int widest = 1;
-    for (int k = 0; k < s.nparams; ++k)
-      if (s.kind(k) == OperandKind::array)
-        widest = std::max(widest, int(s.param_dtype(k).itemsize()));
-    const std::int64_t segment =
-        std::max<std::int64_t>(1, 128 / (std::int64_t(s.vector_width) * widest));
+    const std::int64_t segment = std::max<std::int64_t>(
+        1, 128 / (std::int64_t(s.vector_width) * std::int64_t(s.widest_array_item())));
     while (tiles < kFewTiles && bx > segment && by * 2 <= tallest) {
       bx /= 2;
       by *= 2;

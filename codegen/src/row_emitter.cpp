@@ -300,9 +300,9 @@ struct Emit {
         } else if (at == At::each) {
           w.line("{}kiln_s{}[kiln_k] = {};", in, o, output_text(o));
         } else {
-          w.line("{}kiln_{}store{}<{}>(reinterpret_cast<{}*>({}) + kiln_e0, kiln_s{});", in,
-                 last_pass(kRowOutputsUse) ? "row_" : "", last_pass(kRowOutputsUse) ? "_last" : "",
-                 vw(), ctype(k), row_pointer(k), o);
+          w.line("{}{}<{}>(reinterpret_cast<{}*>({}) + kiln_e0, kiln_s{});", in,
+                 last_pass(kRowOutputsUse) ? "kiln_row_store_last" : "kiln_store", vw(), ctype(k),
+                 row_pointer(k), o);
         }
       }
     });

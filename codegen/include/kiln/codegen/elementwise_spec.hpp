@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kiln/codegen/elementwise_definition.hpp"
 #include "kiln/runtime/dtype.hpp"
@@ -68,6 +69,16 @@ struct OperandSpec {
   std::uint8_t staged = 0;          // array in a tiled layout: read/written along axis 0
 };
 
+/// Bytes of the widest array operand's dtype among `params` (1 with none): what a vector or a
+/// tiled unit must hold a whole number of. Every kind's spec asks it of its parameters.
+inline std::size_t widest_array_item(std::span<const OperandSpec> params) {
+  std::size_t widest = 1;
+  for (const OperandSpec& o : params)
+    if (o.kind == OperandKind::array)
+      widest = std::max(widest, dtype(static_cast<dtype_id>(o.dtype)).itemsize());
+  return widest;
+}
+
 struct ElementwiseSpec {
   Layout layout = Layout::contiguous;
   std::uint8_t ndim = 1;          // strided: planned dims (>= 1); tiled: >= 2; contiguous: 1
@@ -94,10 +105,7 @@ struct ElementwiseSpec {
   /// Bytes of the widest array parameter's dtype (1 with none): what a vector or a tiled
   /// unit must hold a whole number of.
   std::size_t widest_array_item() const {
-    std::size_t widest = 1;
-    for (int k = 0; k < nparams; ++k)
-      if (kind(k) == OperandKind::array) widest = std::max(widest, param_dtype(k).itemsize());
-    return widest;
+    return codegen::widest_array_item(std::span(params.data(), nparams));
   }
   void set_param(int k, dtype t, OperandKind kind, int raw_ndim = 0, bool raw_contiguous = true) {
     params[std::size_t(k)] = {static_cast<std::uint8_t>(t.id()), kind,

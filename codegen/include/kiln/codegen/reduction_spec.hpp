@@ -51,6 +51,9 @@ struct ReductionSpec {
     return dtype(static_cast<dtype_id>(params[std::size_t(k)].dtype));
   }
   OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
+  std::size_t widest_array_item() const {
+    return codegen::widest_array_item(std::span(params.data(), nparams));
+  }
   void set_param(int k, dtype t, OperandKind kind, int raw_ndim = 0, bool raw_contiguous = true) {
     params[std::size_t(k)] = {static_cast<std::uint8_t>(t.id()), kind,
                               static_cast<std::uint8_t>(raw_ndim), std::uint8_t(raw_contiguous)};

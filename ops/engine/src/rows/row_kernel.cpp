@@ -40,12 +40,12 @@ struct RowKind {
   void plan(const KernelCall& c, Plan& p) const {
     const auto n = std::size_t(c.nparams);
     const auto types = std::span<const dtype>(c.types.data(), n);
+    const DeviceProperties& props = device_properties(c.device);
     if (!plan_rows(c.shape, kernel.mask(), std::span<const ndarray* const>(c.arrays.data(), n),
                    types, c.def.nin,
                    row_cached_bytes(kernel.definition(),
                                     std::span<const ndarray* const>(c.arrays.data(), n), types),
-                   device_properties(c.device).multiprocessor_count,
-                   std::int64_t(device_properties(c.device).l2_cache_bytes), p))
+                   props.multiprocessor_count, std::int64_t(props.l2_cache_bytes), p))
       throw ValueError(
           fmt::format("row kernel '{}': the arrays' layout does not fit a row kernel (rows of {} "
                       "must be one dim with unit or no steps, short enough for a block's "
