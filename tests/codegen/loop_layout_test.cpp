@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
+#include "kiln/codegen/elementwise_spec.hpp"
+#include "kiln/codegen/launch_config.hpp"
 #include "kiln/codegen/operation_analysis.hpp"
 
 using namespace kiln;
@@ -148,4 +150,36 @@ TEST_CASE("fast divisors divide exactly across the whole index range", "[codegen
       }
     }
   }
+}
+
+TEST_CASE("transposed tiles take the shape that pads short axes least; row tiles stay square",
+          "[codegen]") {
+  ElementwiseSpec s;
+  s.nparams = 3;
+  for (int k = 0; k < 3; ++k) s.set_param(k, float32, OperandKind::array);
+  s.layout = Layout::tiled;
+  // Nothing staged (row tiles): 32 x 32 whatever the padding.
+  auto square = tile_shape(s, 35, 97);
+  CHECK((square.rows == 32 && square.cols == 32 && square.log2_cols == 5));
+  s.params[0].staged = 1;
+  // 35 x 97 in 32 x 32 tiles keeps 41% of the threads busy; 8 x 128 keeps 66%.
+  auto narrow = tile_shape(s, 35, 97);
+  CHECK((narrow.rows == 8 && narrow.cols == 128 && narrow.log2_cols == 7));
+  CHECK(narrow.tiles(1, 35, 97) == 5);
+  // Long axes pad little in any shape: the square-ish tile stays.
+  auto big = tile_shape(s, 8192, 8192);
+  CHECK((big.rows == 32 && big.cols == 32));
+  // A short axis narrows the tile as before (8 rows of 128 columns for 6 rows).
+  auto short_rows = tile_shape(s, 6, 8192);
+  CHECK((short_rows.rows == 8 && short_rows.cols == 128));
+  // float64 keeps the square-ish tile, narrowed to a short axis (16 rows for 10).
+  for (int k = 0; k < 3; ++k) s.set_param(k, float64, OperandKind::array);
+  s.params[0].staged = 1;
+  auto wide = tile_shape(s, 10, 6709248);
+  CHECK((wide.rows == 16 && wide.cols == 64));
+  // float16 keeps sides of a 32-byte sector: 41 x 5683 takes 16 x 128 (84% busy, 64% square).
+  for (int k = 0; k < 3; ++k) s.set_param(k, float16, OperandKind::array);
+  s.params[0].staged = 1;
+  auto half = tile_shape(s, 41, 5683);
+  CHECK((half.rows == 16 && half.cols == 128));
 }

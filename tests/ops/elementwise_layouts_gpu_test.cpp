@@ -193,6 +193,16 @@ void check_families() {
     const auto s = Base<T>::random({});
     check_sub<T>("0-d operand", full, full.dev, s, s.dev, {333, 260}, whole);
     check_sub<T>("0-d loop", s, s.dev, s, s.dev, {}, whole);
+    // Rows of every alignment (lengths 130, 131, 136; reversed too) broadcast over a batch
+    // axis into a contiguous output: gathered loops read each row's run in the widest aligned
+    // pieces, or element by element.
+    for (const std::int64_t n : {130, 131, 136}) {
+      const auto m = Base<T>::random({61, n}), b = Base<T>::random({5, 61, n});
+      check_sub<T>(fmt::format("batch minus rows of {}", n), b, b.dev, m, m.dev, {5, 61, n},
+                   whole);
+      check_sub<T>(fmt::format("reversed rows of {} minus a batch", n), m,
+                   m.dev(all, slice(std::nullopt, std::nullopt, -1)), b, b.dev, {5, 61, n}, whole);
+    }
     // Every input smaller than the output, tiles nine-tenths full or more: row tiles (whole
     // tiles; edge tiles in both axes; a batch axis; a sliced output).
     const auto c128 = Base<T>::random({128, 1}), r192 = Base<T>::random({1, 192});
@@ -226,6 +236,11 @@ void check_families() {
     const ndarray ct = c.dev.transpose({0, 3, 2, 1});
     const auto e = Base<T>::random(ct.shape());
     check_sub<T>("perm (0, 3, 2, 1)", c, ct, e, e.dev, ct.shape(), whole);
+    // Short, odd axes take the tile that pads them least (8 x 128 for 35 x 97 float32), over
+    // a batch axis too.
+    const auto w = Base<T>::random({3, 97, 35}), z = Base<T>::random({3, 35, 97});
+    check_sub<T>("35 x 97 transposed", w, w.dev.transpose({0, 2, 1}), z, z.dev, {3, 35, 97},
+                 whole);
     // Both inputs transposed with the output: the loop follows the output.
     const auto u = Base<T>::random({90, 45}), v = Base<T>::random({90, 45});
     check_sub<T>("all transposed", u, u.dev.T(), v, v.dev.T(), {90, 45},

@@ -43,7 +43,8 @@ int tiled_shared_elements(const ElementwiseSpec& spec);
 int max_tiled_unit(const ElementwiseSpec& spec);
 
 /// A tile's rows and cols (powers of two between K and 256, rows x cols = 256 K): square-ish,
-/// then narrowed to a short axis so that few of its elements fall outside the loop.
+/// narrowed to a short axis, or (transposed tiles of 1- to 4-byte dtypes) where that still pads
+/// the loop by a tenth or more, the shape (sides of a 32-byte sector or more) that pads it least.
 struct TileShape {
   std::int64_t rows = 32, cols = 32;
   int log2_cols = 5;
