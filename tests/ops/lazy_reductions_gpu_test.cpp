@@ -119,6 +119,18 @@ TEST_CASE("rows too long for a block's registers stream and match the host", "[o
     eval_into((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b, ln);
     CHECK(mismatches(ln, host_layer_norm(h, shape[0], shape[1], hg, hb, 1e-5), 1e-4, 1e-4) == 0);
   }
+  {
+    // Streamed layer norm of data far from zero (1000 + [0, 1)) keeps NumPy's accuracy: var
+    // is the mean of squared deviations, where a plain sum of squares would lose every digit.
+    const Shape shape{600, 32000};
+    std::vector<float> h, hg, hb;
+    const ndarray a = random_f32(shape, h, 1000, 1001);
+    const ndarray g = random_f32({shape[1]}, hg, 0.5, 2), b = random_f32({shape[1]}, hb);
+    const auto x = lazy(a);
+    ndarray ln = poisoned(shape, float32);
+    eval_into((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b, ln);
+    CHECK(mismatches(ln, host_layer_norm(h, shape[0], shape[1], hg, hb, 1e-5), 2e-3, 1e-4) == 0);
+  }
   // float16 rows of 40000 (past 512 lanes of 8 vectors of 8), computed in float32.
   const Shape shape{300, 40000};
   std::vector<float> h;
