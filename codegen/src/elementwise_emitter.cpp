@@ -313,8 +313,10 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
 // the flat loop, spaced by the grid (coalesced stores), unravels each vector's first element
 // once with the precomputed divisors, then walks its elements by adding each input's last-axis
 // stride, wrapping into the next row with a precomputed step (a full unravel only where a
-// vector leaves a plane of the last two axes, which the planner keeps rare). Every output
-// moves as one vector; the elements past the last whole vector run one per thread.
+// vector leaves a plane of the last two axes, which the planner keeps rare). A last axis of
+// whole vectors (log2_unit_cols > 0) has no wrap to test: the walk is straight-line code.
+// Every output moves as one vector; the elements past the last whole vector run one per
+// thread.
 void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   const int vw = s.vector_width, u = s.unroll, nd = s.ndim, last = nd - 1;
   const auto ops = loop_arrays(def, s);
@@ -397,7 +399,7 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   w.line("          if (kiln_k > 0) {{");
   for (const auto& o : ins) w.line("            kiln_o_{0} += kiln_is_{0};", o.p->name);
   w.line("            kiln_ii += kiln_ie;");
-  if (nd > 1) {
+  if (nd > 1 && s.log2_unit_cols == 0) {  // else no vector crosses a row
     w.line("            if (++kiln_cl == kiln_nl) {{");
     w.line("              kiln_cl = 0;");
     for (const auto& o : ins) w.line("              kiln_o_{0} += kiln_iw_{0};", o.p->name);

@@ -153,8 +153,15 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   const std::vector<dtype> c128(3, complex128);
   CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::tiled, .ndim = 2, .staged = 7}),
                     Catch::Contains("61440 bytes of shared memory, over 49152"));
-  // Gathered: 16 bytes of the widest array dtype, at most 4 bytes wide.
+  // Gathered: 16 bytes of the widest array dtype, at most 4 bytes wide; unit_cols 1, or the
+  // vector width for a last axis of whole vectors.
   CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 3, .vector_width = 4}).ndim == 3);
+  CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4,
+                          .unit_cols = 4})
+            .unit_cols() == 4);
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4,
+                                      .unit_cols = 2}),
+                    Catch::Contains("gathered kernels take 1, or their vector_width (4)"));
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2}),
       Catch::Contains("gathered kernels take 16 bytes of the widest array dtype (4)"));
@@ -197,16 +204,16 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
   const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
   // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), gathered
-  // ndim 1..3 (by 4), and tiled ndim 2..3 with nothing (row tiles), x, y or both transposed,
+  // ndim 1..3 (by 4; from ndim 2 also with rows of whole vectors), and tiled ndim 2..3 with nothing (row tiles), x, y or both transposed,
   // each by one element and by pairs, each with 32- and 64-bit indices.
-  CHECK(specs.size() == 2 * (3 + 3 + 3 + 2 * 4 * 2));
+  CHECK(specs.size() == 2 * (3 + 3 + 5 + 2 * 4 * 2));
   int gathered = 0;
   for (const auto& s : specs)
     if (s.layout == codegen::Layout::gathered) {
       ++gathered;
       CHECK(s.vector_width == 4);
     }
-  CHECK(gathered == 2 * 3);
+  CHECK(gathered == 2 * 5);
   int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0,
       rows2 = 0;
   for (const auto& s : specs) {
@@ -457,6 +464,14 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
                   z4 = untouched({8, 64, 28, 28});
     auto nchw = plan_of(add, {x4, b, z4});
     CHECK((nchw.layout == Layout::gathered && nchw.ndim == 3 && nchw.vector_width == 4));
+    // 784 elements a row hold whole vectors of 4: no vector crosses a row (unit_cols = 4);
+    // rows of 8192 (the outer difference's) do too, rows of 30 do not.
+    CHECK(nchw.unit_cols() == 4);
+    CHECK(outer.unit_cols() == 4);
+    const ndarray odd = untouched({512, 30}), odd_col = untouched({512, 1}),
+                  odd_row = untouched({30});
+    auto odd_rows = plan_of(add, {odd_col, odd_row, odd});
+    CHECK((odd_rows.layout == Layout::gathered && odd_rows.unit_cols() == 1));
     // The per-channel vector into a larger output.
     const ndarray z5 = untouched({8, 64, 32, 64});
     auto per_channel = plan_of(add, {untouched({64, 1, 64}), untouched({1, 32, 1}), z5});

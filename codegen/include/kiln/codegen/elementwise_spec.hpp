@@ -91,6 +91,8 @@ struct ElementwiseSpec {
   // elements of 1- and 2-byte dtypes). Each operand whose stride along that axis is one element
   // takes the unit in one access; the planner checks those operands' alignment and that the axis
   // holds whole units. 0 keeps the hashed bytes of specs from before units existed.
+  // gathered: log2_unit_cols is log2(vector_width) when the last planned axis holds whole
+  // vectors (no vector crosses a row; the planner checks), else 0.
   std::uint8_t log2_unit_cols = 0;
   std::uint8_t log2_unit_rows = 0;
   std::array<OperandSpec, kMaxParams> params{};

@@ -153,7 +153,17 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
           def.name, field, u, max_unit, allowed ? "" : " (rows: with a staged parameter)"));
     return std::countr_zero(unsigned(u));
   };
-  spec.log2_unit_cols = std::uint8_t(check_unit("unit_cols", layout.unit_cols, true));
+  if (layout.layout == Layout::gathered && layout.unit_cols != 1) {
+    // Gathered: unit_cols is the vector width when the last axis holds whole vectors.
+    if (layout.unit_cols != w)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout unit_cols {} is not possible here: gathered kernels take 1, or "
+          "their vector_width ({}) when the last axis holds whole vectors",
+          def.name, layout.unit_cols, w));
+    spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(w)));
+  } else {
+    spec.log2_unit_cols = std::uint8_t(check_unit("unit_cols", layout.unit_cols, true));
+  }
   spec.log2_unit_rows = std::uint8_t(check_unit("unit_rows", layout.unit_rows, any_staged));
   return spec;
 }
@@ -190,14 +200,18 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                                           .index_bits = bits,
                                                           .vector_width = w,
                                                           .raw_ndim = t.raw_ndim})));
-    // Gathered loops (contiguous outputs) for dtypes of at most 4 bytes, 16-byte vectors.
+    // Gathered loops (contiguous outputs) for dtypes of at most 4 bytes, 16-byte vectors;
+    // from 2 dims, also with a last axis of whole vectors.
     if (probe.widest_array_item() <= 4)
       for (int nd = 1; nd <= t.max_ndim; ++nd)
-        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
-                                                        .ndim = nd,
-                                                        .index_bits = bits,
-                                                        .vector_width = max_width,
-                                                        .raw_ndim = t.raw_ndim})));
+        for (int whole : {1, max_width})
+          if (whole == 1 || nd > 1)
+            out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
+                                                            .ndim = nd,
+                                                            .index_bits = bits,
+                                                            .vector_width = max_width,
+                                                            .raw_ndim = t.raw_ndim,
+                                                            .unit_cols = whole})));
     // Units (pairs for 4-byte dtypes, up to 8 elements for 1- and 2-byte ones) along the
     // cols, and along the rows too when something is staged (the planner gives both sides
     // one unit).

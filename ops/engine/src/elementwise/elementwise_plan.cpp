@@ -234,6 +234,10 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
   }
   spec.layout = Layout::gathered;
   spec.vector_width = std::uint8_t(vw);
+  // A last axis of whole vectors: no vector crosses a row, so the kernel steps its inputs
+  // with no per-element test for the row's end, and a vector's loads issue together.
+  if (nd > 1 && plan.shape[nd - 1] % vw == 0)
+    spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(vw)));
   return true;
 }
 

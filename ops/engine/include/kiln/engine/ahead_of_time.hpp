@@ -46,6 +46,8 @@ struct elementwise_layout {
   /// tiled: elements one access moves, along the cols for operands read directly and along
   /// the rows for staged ones: 1, or a power of two up to 2 for 4-byte dtypes and up to 8 for
   /// 1- and 2-byte ones (arrays of at most 4-byte dtypes; rows only with something staged).
+  /// gathered: unit_cols 1, or vector_width when the last axis holds whole vectors (no vector
+  /// crosses a row, so the inputs step without testing for the row's end).
   int unit_cols = 1, unit_rows = 1;
 };
 
