@@ -77,10 +77,11 @@ TileShape tile_shape(const ElementwiseSpec& s, std::int64_t rows, std::int64_t c
   // 97 in 32 x 32 tiles: 41% of the threads busy) take the shape with the least padding instead
   // (8 x 128: 66%), when it saves at least a tenth of the padded area; its sides stay a 32-byte
   // sector or longer. Measured on an H200 (layout sweep, bench/README.md): float32 and int32
-  // +0.10 to +0.12 of the copy rate, float16 +0.07; float64 lost 0.19 to 0.31 (tiles 4
-  // elements, one sector, wide cut each 80-byte line of a staged operand into passes over the
-  // whole array), so 8-byte and wider dtypes keep the square-ish shape. Row tiles (nothing
-  // staged) keep it too: their planner's rule was measured with it.
+  // +0.10 to +0.12 of the copy rate, float16 +0.07; float64 lost 0.19 to 0.31 (a tile 4 rows
+  // high, one sector, reads 32 bytes of each 80-byte line of a staged operand and the next row
+  // tile the rest, a whole pass over the array later), so 8-byte and wider dtypes keep the
+  // square-ish shape. Row tiles (nothing staged) keep it too: their planner's rule was measured
+  // with it.
   bool staged = false;
   for (int k = 0; k < s.nparams; ++k) staged |= s.staged(k);
   staged &= s.widest_array_item() <= 4;
