@@ -84,22 +84,23 @@ TileShape tile_shape(const ElementwiseSpec& s, std::int64_t rows, std::int64_t c
   // with it.
   bool staged = false;
   for (int k = 0; k < s.nparams; ++k) staged |= s.staged(k);
-  staged &= s.widest_array_item() <= 4;
-  auto padded = [&](std::int64_t r, std::int64_t c) {
-    return (rows + r - 1) / r * r * ((cols + c - 1) / c * c);
-  };
-  const std::int64_t sector = std::max<std::int64_t>(
-      lo, 32 / std::max<std::int64_t>(std::int64_t(s.widest_array_item()), 1));
-  std::int64_t best = padded(t.rows, t.cols);
-  const std::int64_t limit = best - best / 10;
-  for (std::int64_t c = sector; staged && c <= hi; c *= 2) {
-    const std::int64_t r = tile / c;
-    if (r < sector || r > hi) continue;
-    const std::int64_t p = padded(r, c);
-    if (p <= limit && p < best) {
-      best = p;
-      t.rows = r;
-      t.cols = c;
+  const auto widest = std::int64_t(s.widest_array_item());
+  if (staged && widest <= 4) {
+    auto padded = [&](std::int64_t r, std::int64_t c) {
+      return (rows + r - 1) / r * r * ((cols + c - 1) / c * c);
+    };
+    const std::int64_t sector = std::max<std::int64_t>(lo, 32 / widest);
+    std::int64_t best = padded(t.rows, t.cols);
+    const std::int64_t limit = best - best / 10;
+    for (std::int64_t c = sector; c <= hi; c *= 2) {
+      const std::int64_t r = tile / c;
+      if (r < sector || r > hi) continue;
+      const std::int64_t p = padded(r, c);
+      if (p <= limit && p < best) {
+        best = p;
+        t.rows = r;
+        t.cols = c;
+      }
     }
   }
   t.log2_cols = 0;
