@@ -14,7 +14,8 @@
 // PyTorch. `fraction` is bytes / ms over the copy rate, bytes counting every element read and
 // written once (a reduction reads its input; a composite reads its input and writes its output).
 //
-//   layout_sweep [--quick] [--seed N] [--family NAME[,NAME...]]   (needs a GPU)
+//   layout_sweep [--quick] [--seed N] [--family NAME[,NAME...]] [--case TEXT]   (needs a GPU)
+//     --case keeps the cases whose name contains TEXT (one case under a profiler)
 //   layout_sweep --compile-check [ARCH]                 NVRTC-compiles the sweep's own kernels
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -957,7 +958,7 @@ int compile_check(int arch) {
 int main(int argc, char** argv) {
   bool quick = false, list = false;
   std::uint64_t seed = 16;
-  std::string only;
+  std::string only, named;
   for (int k = 1; k < argc; ++k) {
     const std::string a = argv[k];
     if (a == "--quick")
@@ -966,13 +967,16 @@ int main(int argc, char** argv) {
       seed = std::stoull(argv[++k]);
     else if (a == "--family" && k + 1 < argc)
       only = argv[++k];
+    else if (a == "--case" && k + 1 < argc)
+      named = argv[++k];
     else if (a == "--compile-check")
       return compile_check(k + 1 < argc ? std::atoi(argv[k + 1]) : 90);
     else if (a == "--list")
       list = true;
     else {
       std::fprintf(stderr,
-                   "usage: layout_sweep [--quick] [--seed N] [--family NAME[,NAME...]] [--list] | "
+                   "usage: layout_sweep [--quick] [--seed N] [--family NAME[,NAME...]] [--case TEXT] "
+                   "[--list] | "
                    "--compile-check [ARCH]\n");
       return 2;
     }
@@ -993,6 +997,8 @@ int main(int argc, char** argv) {
     std::erase_if(cases, [&](const Case& c) {
       return ("," + only + ",").find("," + c.family + ",") == std::string::npos;
     });
+  if (!named.empty())
+    std::erase_if(cases, [&](const Case& c) { return c.name.find(named) == std::string::npos; });
   if (list) return list_cases(cases);
   try {
     if (device_count() == 0) throw NoDeviceError("no GPU");

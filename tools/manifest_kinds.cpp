@@ -120,8 +120,14 @@ std::string describe(const codegen::ElementwiseSpec& s) {
                       : "strided ndim " + std::to_string(s.ndim);
   if (s.layout == codegen::Layout::strided && s.vector_width > 1)
     v += " w" + std::to_string(s.vector_width);
-  if (s.layout == codegen::Layout::gathered)
+  if (s.layout == codegen::Layout::gathered) {
     v = "gathered ndim " + std::to_string(s.ndim) + " w" + std::to_string(s.vector_width);
+    if (s.log2_unit_cols) v += " whole rows";
+    std::string vectors;
+    for (int k = 0; k < s.nparams; ++k)
+      if (s.staged(k)) vectors += " " + std::to_string(k);
+    if (!vectors.empty()) v += ", vectors of" + vectors;
+  }
   if (s.layout == codegen::Layout::tiled) {
     std::string staged;
     for (int k = 0; k < s.nparams; ++k)
@@ -173,7 +179,7 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     exact.vector_width = lf.integer("vector_width", 1, 1, 16);
     exact.raw_ndim = lf.integer("raw_ndim", base.raw_ndim, 0, kMaxNdim);
     for (int k : lf.ints("staged", 0, kMaxParams - 1)) exact.staged |= std::uint64_t(1) << k;
-    exact.unit_cols = lf.integer("unit_cols", 1, 1, 8);  // make_spec checks the dtypes
+    exact.unit_cols = lf.integer("unit_cols", 1, 1, 16);  // make_spec checks the dtypes
     exact.unit_rows = lf.integer("unit_rows", 1, 1, 8);
     lf.finish();
     base.only = exact;

@@ -144,7 +144,7 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .staged = 8}),
                     Catch::Contains("past the last (2)"));
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .staged = 1}),
-                    Catch::Contains("staged is for tiled kernels only"));
+                    Catch::Contains("staged is for tiled kernels and gathered ones with whole rows"));
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 2, .staged = 1}),
       Catch::Contains("tiled kernels take 1"));
@@ -162,6 +162,23 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4,
                                       .unit_cols = 2}),
                     Catch::Contains("gathered kernels take 1, or their vector_width (4)"));
+  // Shorter vectors only with whole rows; inputs read whole vectors only with whole rows.
+  CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2,
+                          .unit_cols = 2})
+            .vector_width == 2);
+  ElementwiseKernel xy("T x, T y", "T z", "z = x + y", "xy");
+  const auto read_y = xy.make_spec(
+      f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 2, .unit_cols = 4});
+  CHECK((!read_y.staged(0) && read_y.staged(1) && !read_y.staged(2)));
+  CHECK_THROWS_WITH(
+      xy.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 2}),
+      Catch::Contains("staged is for gathered kernels with whole rows only"));
+  CHECK_THROWS_WITH(xy.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4,
+                                       .staged = 4, .unit_cols = 4}),
+                    Catch::Contains("names parameter 2, which is not an array input"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4,
+                                      .staged = 2, .unit_cols = 4}),
+                    Catch::Contains("names parameter 1, which is not an array input"));
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2}),
       Catch::Contains("gathered kernels take 16 bytes of the widest array dtype (4)"));
@@ -204,16 +221,26 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
   const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
   // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), gathered
-  // ndim 1..3 (by 4; from ndim 2 also with rows of whole vectors), and tiled ndim 2..3 with nothing (row tiles), x, y or both transposed,
-  // each by one element and by pairs, each with 32- and 64-bit indices.
-  CHECK(specs.size() == 2 * (3 + 3 + 5 + 2 * 4 * 2));
-  int gathered = 0;
+  // ndim 1..3 (by 4; from ndim 2 also with rows of whole vectors of 4, read whole by no input,
+  // x, y or both, and of pairs, read whole by x, y or both), and tiled ndim 2..3 with nothing
+  // (row tiles), x, y or both transposed, each by one element and by pairs, each with 32- and
+  // 64-bit indices.
+  CHECK(specs.size() == 2 * (3 + 3 + (1 + 2 * (1 + 4 + 3)) + 2 * 4 * 2));
+  int gathered = 0, gathered_pairs = 0, read_whole = 0;
   for (const auto& s : specs)
     if (s.layout == codegen::Layout::gathered) {
       ++gathered;
-      CHECK(s.vector_width == 4);
+      CHECK((s.vector_width == 4 || (s.vector_width == 2 && s.unit_cols() == 2)));
+      gathered_pairs += s.vector_width == 2;
+      CHECK(!s.staged(2));  // outputs are stored as vectors anyway
+      if (s.staged(0) || s.staged(1)) {
+        ++read_whole;
+        CHECK(s.unit_cols() == s.vector_width);
+      }
     }
-  CHECK(gathered == 2 * 5);
+  CHECK(gathered == 2 * 17);
+  CHECK(gathered_pairs == 2 * 2 * 3);
+  CHECK(read_whole == 2 * 2 * (3 + 3));
   int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0,
       rows2 = 0;
   for (const auto& s : specs) {
@@ -465,13 +492,35 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     auto nchw = plan_of(add, {x4, b, z4});
     CHECK((nchw.layout == Layout::gathered && nchw.ndim == 3 && nchw.vector_width == 4));
     // 784 elements a row hold whole vectors of 4: no vector crosses a row (unit_cols = 4);
-    // rows of 8192 (the outer difference's) do too, rows of 30 do not.
+    // rows of 8192 (the outer difference's) do too, rows of 30 do not. Inputs along the rows
+    // with unit steps, aligned, read whole vectors (staged): x4 and the outer sum's row, not
+    // the per-channel vector or the column, nor x4 from an odd offset or by every other
+    // element.
     CHECK(nchw.unit_cols() == 4);
     CHECK(outer.unit_cols() == 4);
+    CHECK((nchw.staged(0) && !nchw.staged(1) && !nchw.staged(2)));
+    CHECK((!outer.staged(0) && outer.staged(1) && !outer.staged(2)));
+    const ndarray x5 = untouched({8, 64, 28, 29}), x56 = untouched({8, 64, 28, 56});
+    auto offset = plan_of(add, {x5(all, all, all, slice(1, std::nullopt)), b, z4});
+    CHECK((offset.layout == Layout::gathered && offset.unit_cols() == 4 && !offset.staged(0)));
+    auto stepped = plan_of(add, {x56(all, all, all, slice(0, std::nullopt, 2)), b, z4});
+    CHECK((stepped.layout == Layout::gathered && stepped.unit_cols() == 4 && !stepped.staged(0)));
+    // Rows of 30 hold whole pairs: where an input runs along them (the row vector), pairs of
+    // whole rows, so that input loads pairs too; two columns (nothing along the rows) keep
+    // vectors of 4 that cross rows.
     const ndarray odd = untouched({512, 30}), odd_col = untouched({512, 1}),
                   odd_row = untouched({30});
     auto odd_rows = plan_of(add, {odd_col, odd_row, odd});
-    CHECK((odd_rows.layout == Layout::gathered && odd_rows.unit_cols() == 1));
+    CHECK((odd_rows.layout == Layout::gathered && odd_rows.vector_width == 2 &&
+           odd_rows.unit_cols() == 2 && odd_rows.unroll == 4 && odd_rows.staged(1) &&
+           !odd_rows.staged(0)));
+    auto odd_cols = plan_of(add, {odd_col, odd_col, odd});
+    CHECK((odd_cols.layout == Layout::gathered && odd_cols.vector_width == 4 &&
+           odd_cols.unit_cols() == 1));
+    // float16 rows of 1226 (2 x 613) under a batch axis: pairs of whole rows.
+    auto h1226 = plan_of(add, {untouched({285, 1226}, float16), untouched({1, 1, 1226}, float16),
+                           untouched({192, 285, 1226}, float16)});
+    CHECK((h1226.layout == Layout::gathered && h1226.vector_width == 2 && h1226.unit_cols() == 2));
     // The per-channel vector into a larger output.
     const ndarray z5 = untouched({8, 64, 32, 64});
     auto per_channel = plan_of(add, {untouched({64, 1, 64}), untouched({1, 32, 1}), z5});
@@ -479,15 +528,18 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     const ndarray h4 = untouched({8, 64, 28, 28}, bfloat16),
                   hb = untouched({1, 64, 1, 1}, bfloat16);
     CHECK(plan_of(add, {h4, hb, h4}).vector_width == 8);  // 784 = 98 x 8
-    // A last axis of 6 float16 holds no vector of 8 bytes or more: gathered, z by 8.
+    // A last axis of 6 float16 holds no vector of 8 bytes or more: gathered by pairs of whole
+    // rows (the row vector runs along them), four pairs a thread; two columns: z by 8.
     const ndarray h = untouched({512, 1}, float16), h6 = untouched({512, 6}, float16),
                   hr = untouched({6}, float16);
-    CHECK((plan_of(add, {h, hr, h6}).layout == Layout::gathered &&
-           plan_of(add, {h, hr, h6}).vector_width == 8));
+    const auto pairs = plan_of(add, {h, hr, h6});
+    CHECK((pairs.layout == Layout::gathered && pairs.vector_width == 2 &&
+           pairs.unit_cols() == 2 && pairs.unroll == 4));
+    CHECK((plan_of(add, {h, h, h6}).layout == Layout::gathered &&
+           plan_of(add, {h, h, h6}).vector_width == 8));
     // Planes of the last two axes shorter than 8 vectors would unravel too often: strided.
-    const ndarray h2 = untouched({4, 1}, float16), h2r = untouched({6}, float16),
-                  h2z = untouched({4, 6}, float16);
-    auto small = plan_of(add, {h2, h2r, h2z});
+    const ndarray h2 = untouched({4, 1}, float16), h2z = untouched({4, 6}, float16);
+    auto small = plan_of(add, {h2, h2, h2z});
     CHECK((small.layout == Layout::strided && small.vector_width == 1 && small.unroll == 4));
     // float64: row tiles where a tile wastes at most a tenth of its threads, else strided: a
     // last axis of 28 would idle an eighth of a 32-column tile; 30 does not.

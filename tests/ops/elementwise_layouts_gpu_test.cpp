@@ -193,15 +193,21 @@ void check_families() {
     const auto s = Base<T>::random({});
     check_sub<T>("0-d operand", full, full.dev, s, s.dev, {333, 260}, whole);
     check_sub<T>("0-d loop", s, s.dev, s, s.dev, {}, whole);
-    // Rows of every alignment (lengths 130, 131, 136; reversed too) broadcast over a batch
-    // axis into a contiguous output: gathered loops read each row's run in the widest aligned
-    // pieces, or element by element.
+    // Rows of every alignment (lengths 130, 131, 136; reversed, from an odd offset, every
+    // other element) broadcast over a batch axis into a contiguous output: gathered loops
+    // take each input's vectors whole (aligned, forwards or reversed), one element for all,
+    // or element by element.
     for (const std::int64_t n : {130, 131, 136}) {
       const auto m = Base<T>::random({61, n}), b = Base<T>::random({5, 61, n});
       check_sub<T>(fmt::format("batch minus rows of {}", n), b, b.dev, m, m.dev, {5, 61, n},
                    whole);
       check_sub<T>(fmt::format("reversed rows of {} minus a batch", n), m,
                    m.dev(all, slice(std::nullopt, std::nullopt, -1)), b, b.dev, {5, 61, n}, whole);
+      const auto m1 = Base<T>::random({61, n + 1}), m2 = Base<T>::random({61, 2 * n});
+      check_sub<T>(fmt::format("batch minus rows of {} from offset 1", n), b, b.dev, m1,
+                   m1.dev(all, slice(1, std::nullopt)), {5, 61, n}, whole);
+      check_sub<T>(fmt::format("every other element of rows of {} minus a batch", 2 * n), m2,
+                   m2.dev(all, slice(std::nullopt, std::nullopt, 2)), b, b.dev, {5, 61, n}, whole);
     }
     // Every input smaller than the output, tiles nine-tenths full or more: row tiles (whole
     // tiles; edge tiles in both axes; a batch axis; a sliced output).

@@ -111,13 +111,14 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   Precompiled p;
   INFO(p.run.output);
   REQUIRE(p.run.status == 0);
-  // my_kernel: 3 contiguous widths + 2 strided ndims (float32: one width) + 3 gathered (ndim
-  // 1, and 2 with and without rows of whole vectors) + 4 tiled (row tiles; x, y, both
+  // my_kernel: 3 contiguous widths + 2 strided ndims (float32: one width) + 9 gathered (ndim
+  // 1; ndim 2 without whole rows, with rows of whole vectors of 4 read whole by no input, x, y
+  // or both, and of pairs read whole by x, y or both) + 4 tiled (row tiles; x, y, both
   // transposed), each by one element and by pairs (32-bit only); scale: 2 exact; source: 1.
-  REQUIRE(p.reqs.size() == 2 * (16 + 2 + 1));
+  REQUIRE(p.reqs.size() == 2 * (22 + 2 + 1));
   CHECK_THAT(
       p.run.output,
-      Contains("38 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
+      Contains("50 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
   const kiln::cache::DiskCache disk(p.dir);
   for (const auto& r : p.reqs) CHECK(disk.load(kiln::cache::cache_key(r)).has_value());
   CHECK(valid_entries(p.dir) == p.reqs.size());
@@ -127,7 +128,7 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   CHECK(again.status == 0);
   CHECK_THAT(
       again.output,
-      Contains("0 compiled, 0 loaded (compiled by another process), 38 already cached, 0 failed"));
+      Contains("0 compiled, 0 loaded (compiled by another process), 50 already cached, 0 failed"));
 
   // The library, with compiling forbidden, finds my_kernel's contiguous sm_90 variant.
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", p.dir.string());
@@ -147,7 +148,7 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
   auto list = run_cli("list --json --cache-dir " + q(p.dir));
   REQUIRE(list.status == 0);
   const auto j = nlohmann::json::parse(list.output);
-  REQUIRE(j.size() == 38);
+  REQUIRE(j.size() == 50);
   std::map<int, int> per_arch;
   std::map<std::string, int> per_name;
   for (const auto& e : j) {
@@ -155,22 +156,22 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
     per_arch[e["arch"].get<int>()]++;
     per_name[e["name"].get<std::string>()]++;
   }
-  CHECK(per_arch == std::map<int, int>{{80, 19}, {90, 19}});
-  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 32}, {"scale", 4}, {"exact", 2}});
+  CHECK(per_arch == std::map<int, int>{{80, 25}, {90, 25}});
+  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 44}, {"scale", 4}, {"exact", 2}});
 
   auto text = run_cli("list --cache-dir " + q(p.dir));
   CHECK(text.status == 0);
-  CHECK(lines(text.output) == 39);
+  CHECK(lines(text.output) == 51);
   CHECK_THAT(text.output, Contains("elementwise") && Contains("sm_80") && Contains("my_kernel"));
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
   REQUIRE(stats.status == 0);
   const auto s = nlohmann::json::parse(stats.output);
-  CHECK(s["entries"] == 38);
-  CHECK(s["by_arch"]["sm_80"]["entries"] == 19);
-  CHECK(s["by_kind"]["elementwise"]["entries"] == 36);
+  CHECK(s["entries"] == 50);
+  CHECK(s["by_arch"]["sm_80"]["entries"] == 25);
+  CHECK(s["by_kind"]["elementwise"]["entries"] == 48);
   CHECK(s["by_kind"]["raw"]["entries"] == 2);  // the source entry's made_by
-  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 38"));
+  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 50"));
 
   const std::string key = j[0]["key"];
   auto show = run_cli("show " + key.substr(0, 10) + " --cache-dir " + q(p.dir));
@@ -213,19 +214,19 @@ TEST_CASE(
   fs::create_directories(p.dir / "zz");
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
-  CHECK(nlohmann::json::parse(stats.output)["entries"] == 35);
+  CHECK(nlohmann::json::parse(stats.output)["entries"] == 47);
   auto v = run_cli("verify --cache-dir " + q(p.dir));
   CHECK(v.status == 1);
   CHECK_THAT(v.output, Contains("payload checksum mismatch") && Contains("truncated") &&
                            Contains("symbolic link, not an entry") &&
-                           Contains("35 valid entries, 3 bad"));
+                           Contains("47 valid entries, 3 bad"));
   auto fixed = run_cli("verify --fix --cache-dir " + q(p.dir));
   CHECK(fixed.status == 0);
   CHECK_THAT(fixed.output, Contains("removed 3 bad entries"));
   CHECK(fs::exists("/etc/passwd"));
   CHECK(!fs::exists(fs::symlink_status(e2)));
   CHECK(run_cli("verify --cache-dir " + q(p.dir)).status == 0);
-  CHECK(valid_entries(p.dir) == 35);
+  CHECK(valid_entries(p.dir) == 47);
   // Strays are reported but left alone: they are not kiln's.
   CHECK(fs::exists(p.dir / "ab" / "not-kiln.txt"));
 }
@@ -294,7 +295,7 @@ TEST_CASE("two kiln-cache precompile runs into one folder at once both succeed",
   INFO(ra.output << rb.output);
   CHECK(ra.status == 0);
   CHECK(rb.status == 0);
-  CHECK(valid_entries(tmp.path() / "c") == 19);
+  CHECK(valid_entries(tmp.path() / "c") == 25);
   CHECK(run_cli("verify --cache-dir " + q(tmp.path() / "c")).status == 0);
 }
 
@@ -429,7 +430,7 @@ TEST_CASE("kiln-cache refuses cache folders it cannot write or that programs wou
   if (::geteuid() == 0) {
     // root writes anyway: the entries really are there, so success is the truth.
     CHECK(precompile(tmp.path() / "ro").status == 0);
-    CHECK(valid_entries(tmp.path() / "ro") == 19);
+    CHECK(valid_entries(tmp.path() / "ro") == 25);
     fs::create_directory(tmp.path() / "theirs");
     REQUIRE(::chown((tmp.path() / "theirs").c_str(), 65534, 65534) == 0);
     one_line_error(precompile(tmp.path() / "theirs"), "owned by uid 65534");
@@ -501,8 +502,8 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
         std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
   // Every layout variant (float32 strided: one width; gathered; tiled: row tiles, x, y or both
-  // transposed, each by one element and by pairs), the docs' 76 (docs/manifest.md).
-  CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() == 2 * (3 + 4 + 7 + 3 * 4 * 2));
+  // transposed, each by one element and by pairs), the docs' 112 (docs/manifest.md).
+  CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() == 2 * (3 + 4 + 25 + 3 * 4 * 2));
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);
@@ -546,6 +547,17 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
   REQUIRE(eights.size() == 1);
   CHECK(eights[0].variant == "tiled staged 0 cols by 8 rows by 8 i32");
   CHECK_THAT(eights[0].request.source, Contains("kiln_load<8>(kiln_u,"));
+  // An exact gathered layout with whole rows of int8 names the inputs that read whole vectors.
+  const auto gm = kiln::tools::parse_manifest(R"({"kiln_manifest": 1, "kernels": [
+    {"kind": "elementwise", "in_params": "int8 x, int8 y", "out_params": "int8 z",
+     "operation": "z = x + y", "name": "gadd", "dtypes": ["int8", "int8"],
+     "layout": {"layout": "gathered", "ndim": 3, "vector_width": 16, "unit_cols": 16,
+                "staged": [1]}}]})",
+                                              "gathered.json");
+  const auto gathered = kiln::tools::expand_entry(gm, gm.entries[0], 90);
+  REQUIRE(gathered.size() == 1);
+  CHECK(gathered[0].variant == "gathered ndim 3 w16 whole rows, vectors of 1 i32");
+  CHECK_THAT(gathered[0].request.source, Contains("kiln_load<16>(kiln_r_y[kiln_u]"));
   // The sample manifest parses and expands too.
   const auto samples = kiln::tools::read_manifest(fs::path(KILN_TEST_SOURCE_DIR) / ".." /
                                                   "samples" / "kernels.json");

@@ -57,7 +57,9 @@ enum class Layout : std::uint8_t {
   // Every output C-contiguous over `ndim` planned dims, inputs by byte strides (the strided
   // ABI): each thread takes vectors of `vector_width` elements of the flat loop, unravels a
   // vector's first element once and steps its inputs element by element (broadcasts along
-  // short or unaligned last axes, steps, reversals); outputs move as whole vectors.
+  // short or unaligned last axes, steps, reversals); outputs move as whole vectors. Where the
+  // last axis holds whole vectors (log2_unit_cols), inputs `staged` read each vector in one
+  // load instead.
   gathered,
 };
 
@@ -66,7 +68,9 @@ struct OperandSpec {
   OperandKind kind = OperandKind::array;
   std::uint8_t raw_ndim = 0;        // raw_array: the array's own ndim
   std::uint8_t raw_contiguous = 0;  // raw_array: C-contiguous, so x[i] needs no unravel
-  std::uint8_t staged = 0;          // array in a tiled layout: read/written along axis 0
+  // tiled: the array is read/written along axis 0 (through shared memory); gathered with
+  // whole rows: the input reads each vector in one aligned load
+  std::uint8_t staged = 0;
 };
 
 /// Bytes of the widest array operand's dtype among `params` (1 with none): what a vector or a
@@ -92,7 +96,8 @@ struct ElementwiseSpec {
   // takes the unit in one access; the planner checks those operands' alignment and that the axis
   // holds whole units. 0 keeps the hashed bytes of specs from before units existed.
   // gathered: log2_unit_cols is log2(vector_width) when the last planned axis holds whole
-  // vectors (no vector crosses a row; the planner checks), else 0.
+  // vectors (no vector crosses a row; the planner checks), else 0. Vectors are 16 bytes of
+  // the widest dtype, or shorter with whole rows (rows that hold no whole 16-byte vectors).
   std::uint8_t log2_unit_cols = 0;
   std::uint8_t log2_unit_rows = 0;
   std::array<OperandSpec, kMaxParams> params{};
@@ -119,10 +124,10 @@ struct ElementwiseSpec {
   }
 };
 /// The unroll a planner gives a layout and vector width (ahead-of-time specs use the same):
-/// strided loops with short vectors take more of them per thread, to keep enough loads in
-/// flight.
+/// strided and gathered loops with short vectors take more of them per thread, to keep enough
+/// loads in flight.
 constexpr std::uint8_t default_unroll(Layout layout, int vector_width) {
-  return layout == Layout::strided && vector_width <= 2 ? 4 : 2;
+  return (layout == Layout::strided || layout == Layout::gathered) && vector_width <= 2 ? 4 : 2;
 }
 
 /// Whether a strided loop over arrays whose widest element has `widest` bytes takes vectors of

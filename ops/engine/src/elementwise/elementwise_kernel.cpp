@@ -33,10 +33,14 @@ void check_range(const std::string& kernel, const char* field, int v, int lo, in
 // output), each array input alone (x.T + y,
 // y + x.T), and every array input (x.T + y.T) when there are several; within the shared
 // memory limit.
-std::vector<std::uint64_t> tiled_patterns(const codegen::ElementwiseSpec& probe, int nin) {
+// Which array inputs a tiled kernel stages (or a gathered one reads by whole vectors): none,
+// each alone, and all of them (tiled: where shared memory holds them).
+std::vector<std::uint64_t> input_patterns(const codegen::ElementwiseSpec& probe, int nin,
+                                          bool tiled) {
   std::vector<std::uint64_t> out{0};
   std::uint64_t all = 0;
   auto fits = [&](std::uint64_t mask) {
+    if (!tiled) return true;
     auto spec = probe;
     for (int k = 0; k < spec.nparams; ++k)
       spec.params[std::size_t(k)].staged = std::uint8_t((mask >> k) & 1);
@@ -85,8 +89,10 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
         "kernel '{}': layout ndim {} is not possible here: tiled kernels take 2 or more", def.name,
         layout.ndim));
   check_range(def.name, "ndim", layout.ndim, strided ? 1 : 0, kMaxNdim);
-  if (!tiled && layout.staged != 0)
-    throw ValueError(fmt::format("kernel '{}': layout staged is for tiled kernels only", def.name));
+  if (!tiled && layout.layout != Layout::gathered && layout.staged != 0)
+    throw ValueError(fmt::format(
+        "kernel '{}': layout staged is for tiled kernels and gathered ones with whole rows",
+        def.name));
   check_range(def.name, "raw_ndim", layout.raw_ndim, 0, kMaxNdim);
   if (layout.index_bits != 32 && layout.index_bits != 64)
     throw ValueError(fmt::format("kernel '{}': layout index_bits {} must be 32 or 64", def.name,
@@ -127,10 +133,12 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   }
   const int max_width = int(16 / spec.widest_array_item());
   const int w = layout.vector_width;
-  if (layout.layout == Layout::gathered && (spec.widest_array_item() > 4 || w != max_width))
+  if (layout.layout == Layout::gathered &&
+      (spec.widest_array_item() > 4 || (w != max_width && (w < 2 || layout.unit_cols != w))))
     throw ValueError(fmt::format(
         "kernel '{}': layout vector_width {} is not possible here: gathered kernels take 16 "
-        "bytes of the widest array dtype ({}), which is at most 4 bytes wide",
+        "bytes of the widest array dtype ({}), which is at most 4 bytes wide, or with whole "
+        "rows (unit_cols = vector_width) a shorter power of two from 2",
         def.name, w, max_width));
   if (tiled ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
     throw ValueError(fmt::format(
@@ -163,6 +171,23 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(w)));
   } else {
     spec.log2_unit_cols = std::uint8_t(check_unit("unit_cols", layout.unit_cols, true));
+  }
+  if (layout.layout == Layout::gathered && layout.staged != 0) {
+    // Gathered: staged inputs read whole vectors, which only rows of whole vectors hold.
+    if (spec.log2_unit_cols == 0)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout staged is for gathered kernels with whole rows only (unit_cols = "
+          "vector_width, at least 2)",
+          def.name));
+    for (std::size_t k = 0; k < 64; ++k) {
+      if (!((layout.staged >> k) & 1)) continue;
+      if (k >= std::size_t(def.nin) || def.params[k].raw)
+        throw ValueError(fmt::format(
+            "kernel '{}': layout staged names parameter {}, which is not an array input (a "
+            "gathered kernel reads whole vectors of inputs only)",
+            def.name, k));
+      spec.params[k].staged = 1;
+    }
   }
   spec.log2_unit_rows = std::uint8_t(check_unit("unit_rows", layout.unit_rows, any_staged));
   return spec;
@@ -201,23 +226,33 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                                           .vector_width = w,
                                                           .raw_ndim = t.raw_ndim})));
     // Gathered loops (contiguous outputs) for dtypes of at most 4 bytes, 16-byte vectors;
-    // from 2 dims, also with a last axis of whole vectors.
+    // from 2 dims, also with a last axis of whole vectors, each input pattern reading whole
+    // vectors (16 bytes: none too; shorter vectors, which the planner takes only for an input
+    // that reads them whole: each input alone and all).
     if (probe.widest_array_item() <= 4)
-      for (int nd = 1; nd <= t.max_ndim; ++nd)
-        for (int whole : {1, max_width})
-          if (whole == 1 || nd > 1)
-            out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
-                                                            .ndim = nd,
-                                                            .index_bits = bits,
-                                                            .vector_width = max_width,
-                                                            .raw_ndim = t.raw_ndim,
-                                                            .unit_cols = whole})));
+      for (int nd = 1; nd <= t.max_ndim; ++nd) {
+        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
+                                                        .ndim = nd,
+                                                        .index_bits = bits,
+                                                        .vector_width = max_width,
+                                                        .raw_ndim = t.raw_ndim})));
+        for (int w = 2; w <= max_width && nd > 1; w *= 2)
+          for (std::uint64_t vectors : input_patterns(probe, nin(), false))
+            if (vectors != 0 || w == max_width)
+              out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
+                                                              .ndim = nd,
+                                                              .index_bits = bits,
+                                                              .vector_width = w,
+                                                              .raw_ndim = t.raw_ndim,
+                                                              .staged = vectors,
+                                                              .unit_cols = w})));
+      }
     // Units (pairs for 4-byte dtypes, up to 8 elements for 1- and 2-byte ones) along the
     // cols, and along the rows too when something is staged (the planner gives both sides
     // one unit).
     const int max_unit = codegen::max_tiled_unit(probe);
     for (int nd = 2; nd <= t.max_ndim; ++nd)
-      for (std::uint64_t staged : tiled_patterns(probe, nin()))
+      for (std::uint64_t staged : input_patterns(probe, nin(), true))
         for (int u = 1; u <= max_unit; u *= 2)
           out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled,
                                                           .ndim = nd,

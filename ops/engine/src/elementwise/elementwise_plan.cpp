@@ -219,7 +219,37 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
   const int nd = plan.shape.size();
   const std::int64_t widest = widest_array(c, ops, plan);
   if (widest == 0 || widest > 4) return false;
-  const std::int64_t vw = 16 / widest;
+  // Inputs that run along the rows with unit steps, aligned for vectors of `w` (base and every
+  // other stride): each reads a whole vector in one load.
+  auto vector_inputs = [&](std::int64_t w) {
+    std::uint64_t mask = 0;
+    for (int j = 0; j < plan.noperands; ++j) {
+      const int k = ops[std::size_t(j)];
+      if (spec.kind(k) != OperandKind::array || c.def.params[std::size_t(k)].is_output) continue;
+      const auto isz = std::int64_t(c.types[k].itemsize());
+      const Shape& st = plan.strides[std::size_t(j)];
+      bool fits = st[nd - 1] == isz &&
+                  reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % std::uintptr_t(w * isz) == 0;
+      for (int d = 0; d + 1 < nd && fits; ++d) fits = st[d] % (w * isz) == 0;
+      if (fits) mask |= std::uint64_t(1) << k;
+    }
+    return mask;
+  };
+  // Rows of whole 16-byte vectors; else, where an input can read whole vectors along the rows,
+  // the widest shorter vector that whole rows hold (float16 rows of 1226: pairs); else 16-byte
+  // vectors that may cross rows.
+  const std::int64_t full = 16 / widest;
+  std::int64_t vw = full;
+  bool whole = nd > 1 && plan.shape[nd - 1] % full == 0;
+  std::uint64_t vectors = whole ? vector_inputs(full) : 0;
+  if (nd > 1 && !whole) {
+    const std::int64_t fits = std::min<std::int64_t>(
+        full, std::int64_t(1) << std::countr_zero(std::uint64_t(plan.shape[nd - 1])));
+    if (fits >= 2 && (vectors = vector_inputs(fits)) != 0) {
+      vw = fits;
+      whole = true;
+    }
+  }
   if (nd > 1 && plan.shape[nd - 1] * plan.shape[nd - 2] < 8 * vw) return false;
   for (int j = 0; j < plan.noperands; ++j) {
     const int k = ops[std::size_t(j)];
@@ -235,9 +265,10 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
   spec.layout = Layout::gathered;
   spec.vector_width = std::uint8_t(vw);
   // A last axis of whole vectors: no vector crosses a row, so the kernel steps its inputs
-  // with no per-element test for the row's end, and a vector's loads issue together.
-  if (nd > 1 && plan.shape[nd - 1] % vw == 0)
-    spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(vw)));
+  // with no test for the row's end, and those marked read each vector in one load.
+  if (whole) spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(vw)));
+  for (int k = 0; k < spec.nparams; ++k)
+    spec.params[std::size_t(k)].staged = std::uint8_t(vectors >> k & 1);
   return true;
 }
 
