@@ -974,10 +974,11 @@ int main(int argc, char** argv) {
     else if (a == "--list")
       list = true;
     else {
-      std::fprintf(stderr,
-                   "usage: layout_sweep [--quick] [--seed N] [--family NAME[,NAME...]] [--case TEXT] "
-                   "[--list] | "
-                   "--compile-check [ARCH]\n");
+      std::fprintf(
+          stderr,
+          "usage: layout_sweep [--quick] [--seed N] [--family NAME[,NAME...]] [--case TEXT] "
+          "[--list] | "
+          "--compile-check [ARCH]\n");
       return 2;
     }
   }

@@ -317,10 +317,10 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
 // whole vectors (log2_unit_cols > 0) has no wrap to test, and its `staged` inputs (unit steps
 // along the rows, aligned: the planner checks) read each vector in one load. Single elements
 // spread over a warp's 16-byte vectors cost the L1 four times the wavefronts of vector loads:
-// float32 (64, 1, 2176) broadcast into (64, 480, 2176) ran at 0.57 of the copy rate with the
-// L1 96% busy (ncu, H200), 0.78 with vector loads. Choosing the load per input at run time
+// float32 (64, 1, 2176) broadcast into (64, 480, 2176) ran at 0.65 of the copy rate with the
+// L1 96% busy (ncu, H200), 0.88 with vector loads. Choosing the load per input at run time
 // instead (one branch, the same in every thread) took 40 registers where either kind alone
-// takes 32, and lost more occupancy than it saved (0.50).
+// takes 32, and lost more occupancy than it saved (0.56).
 // Every output moves as one vector; the elements past the last whole vector run one per
 // thread.
 void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
@@ -406,9 +406,10 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   auto vector_read = [&](const LoopOperand& o) { return whole && s.staged(o.k); };
   for (const auto& o : ins)
     if (o.load && vector_read(o))
-      w.line("        kiln_load<{}>(kiln_r_{}[kiln_u], reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + "
-             "kiln_o_{}));",
-             vw, o.p->name, ctype(s, o.k), o.p->name, o.p->name);
+      w.line(
+          "        kiln_load<{}>(kiln_r_{}[kiln_u], reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + "
+          "kiln_o_{}));",
+          vw, o.p->name, ctype(s, o.k), o.p->name, o.p->name);
   // The others element by element.
   w.line("#pragma unroll");
   w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);

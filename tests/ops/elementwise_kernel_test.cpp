@@ -143,8 +143,9 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
                     Catch::Contains("staged names raw parameter 'r'"));
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .staged = 8}),
                     Catch::Contains("past the last (2)"));
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .staged = 1}),
-                    Catch::Contains("staged is for tiled kernels and gathered ones with whole rows"));
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .staged = 1}),
+      Catch::Contains("staged is for tiled kernels and gathered ones with whole rows"));
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 2, .staged = 1}),
       Catch::Contains("tiled kernels take 1"));
@@ -156,15 +157,13 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   // Gathered: 16 bytes of the widest array dtype, at most 4 bytes wide; unit_cols 1, or the
   // vector width for a last axis of whole vectors.
   CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 3, .vector_width = 4}).ndim == 3);
-  CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4,
-                          .unit_cols = 4})
+  CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .unit_cols = 4})
             .unit_cols() == 4);
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4,
-                                      .unit_cols = 2}),
-                    Catch::Contains("gathered kernels take 1, or their vector_width (4)"));
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .unit_cols = 2}),
+      Catch::Contains("gathered kernels take 1, or their vector_width (4)"));
   // Shorter vectors only with whole rows; inputs read whole vectors only with whole rows.
-  CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2,
-                          .unit_cols = 2})
+  CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2, .unit_cols = 2})
             .vector_width == 2);
   ElementwiseKernel xy("T x, T y", "T z", "z = x + y", "xy");
   const auto read_y = xy.make_spec(
@@ -173,12 +172,16 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   CHECK_THROWS_WITH(
       xy.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 2}),
       Catch::Contains("staged is for gathered kernels with whole rows only"));
-  CHECK_THROWS_WITH(xy.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4,
-                                       .staged = 4, .unit_cols = 4}),
-                    Catch::Contains("names parameter 2, which is not an array input"));
-  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4,
-                                      .staged = 2, .unit_cols = 4}),
-                    Catch::Contains("names parameter 1, which is not an array input"));
+  CHECK_THROWS_WITH(
+      xy.make_spec(
+          f32,
+          {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 4, .unit_cols = 4}),
+      Catch::Contains("names parameter 2, which is not an array input"));
+  CHECK_THROWS_WITH(
+      k.make_spec(
+          f32,
+          {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 2, .unit_cols = 4}),
+      Catch::Contains("names parameter 1, which is not an array input"));
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2}),
       Catch::Contains("gathered kernels take 16 bytes of the widest array dtype (4)"));
@@ -519,7 +522,7 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
            odd_cols.unit_cols() == 1));
     // float16 rows of 1226 (2 x 613) under a batch axis: pairs of whole rows.
     auto h1226 = plan_of(add, {untouched({285, 1226}, float16), untouched({1, 1, 1226}, float16),
-                           untouched({192, 285, 1226}, float16)});
+                               untouched({192, 285, 1226}, float16)});
     CHECK((h1226.layout == Layout::gathered && h1226.vector_width == 2 && h1226.unit_cols() == 2));
     // The per-channel vector into a larger output.
     const ndarray z5 = untouched({8, 64, 32, 64});
@@ -533,8 +536,8 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     const ndarray h = untouched({512, 1}, float16), h6 = untouched({512, 6}, float16),
                   hr = untouched({6}, float16);
     const auto pairs = plan_of(add, {h, hr, h6});
-    CHECK((pairs.layout == Layout::gathered && pairs.vector_width == 2 &&
-           pairs.unit_cols() == 2 && pairs.unroll == 4));
+    CHECK((pairs.layout == Layout::gathered && pairs.vector_width == 2 && pairs.unit_cols() == 2 &&
+           pairs.unroll == 4));
     CHECK((plan_of(add, {h, h, h6}).layout == Layout::gathered &&
            plan_of(add, {h, h, h6}).vector_width == 8));
     // Planes of the last two axes shorter than 8 vectors would unravel too often: strided.

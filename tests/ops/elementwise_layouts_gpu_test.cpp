@@ -199,8 +199,7 @@ void check_families() {
     // or element by element.
     for (const std::int64_t n : {130, 131, 136}) {
       const auto m = Base<T>::random({61, n}), b = Base<T>::random({5, 61, n});
-      check_sub<T>(fmt::format("batch minus rows of {}", n), b, b.dev, m, m.dev, {5, 61, n},
-                   whole);
+      check_sub<T>(fmt::format("batch minus rows of {}", n), b, b.dev, m, m.dev, {5, 61, n}, whole);
       check_sub<T>(fmt::format("reversed rows of {} minus a batch", n), m,
                    m.dev(all, slice(std::nullopt, std::nullopt, -1)), b, b.dev, {5, 61, n}, whole);
       const auto m1 = Base<T>::random({61, n + 1}), m2 = Base<T>::random({61, 2 * n});
@@ -245,8 +244,7 @@ void check_families() {
     // Short, odd axes take the tile that pads them least (8 x 128 for 35 x 97 float32), over
     // a batch axis too.
     const auto w = Base<T>::random({3, 97, 35}), z = Base<T>::random({3, 35, 97});
-    check_sub<T>("35 x 97 transposed", w, w.dev.transpose({0, 2, 1}), z, z.dev, {3, 35, 97},
-                 whole);
+    check_sub<T>("35 x 97 transposed", w, w.dev.transpose({0, 2, 1}), z, z.dev, {3, 35, 97}, whole);
     // Both inputs transposed with the output: the loop follows the output.
     const auto u = Base<T>::random({90, 45}), v = Base<T>::random({90, 45});
     check_sub<T>("all transposed", u, u.dev.T(), v, v.dev.T(), {90, 45},

@@ -228,8 +228,9 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
       if (spec.kind(k) != OperandKind::array || c.def.params[std::size_t(k)].is_output) continue;
       const auto isz = std::int64_t(c.types[k].itemsize());
       const Shape& st = plan.strides[std::size_t(j)];
-      bool fits = st[nd - 1] == isz &&
-                  reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % std::uintptr_t(w * isz) == 0;
+      bool fits =
+          st[nd - 1] == isz &&
+          reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % std::uintptr_t(w * isz) == 0;
       for (int d = 0; d + 1 < nd && fits; ++d) fits = st[d] % (w * isz) == 0;
       if (fits) mask |= std::uint64_t(1) << k;
     }
