@@ -115,6 +115,9 @@ std::vector<kiln::dtype> dtype_list(const json& v, const std::string& field) {
 }
 
 std::string describe(const codegen::ElementwiseSpec& s) {
+  std::string staged;  // " 0 2": the parameters staged (tiled) or read by whole vectors
+  for (int k = 0; k < s.nparams; ++k)
+    if (s.staged(k)) staged += " " + std::to_string(k);
   std::string v = s.layout == codegen::Layout::contiguous
                       ? "contiguous w" + std::to_string(s.vector_width)
                       : "strided ndim " + std::to_string(s.ndim);
@@ -123,15 +126,9 @@ std::string describe(const codegen::ElementwiseSpec& s) {
   if (s.layout == codegen::Layout::gathered) {
     v = "gathered ndim " + std::to_string(s.ndim) + " w" + std::to_string(s.vector_width);
     if (s.log2_unit_cols) v += " whole rows";
-    std::string vectors;
-    for (int k = 0; k < s.nparams; ++k)
-      if (s.staged(k)) vectors += " " + std::to_string(k);
-    if (!vectors.empty()) v += ", vectors of" + vectors;
+    if (!staged.empty()) v += ", vectors of" + staged;
   }
   if (s.layout == codegen::Layout::tiled) {
-    std::string staged;
-    for (int k = 0; k < s.nparams; ++k)
-      if (s.staged(k)) staged += " " + std::to_string(k);
     v = staged.empty() ? "row tiles" : "tiled staged" + staged;
     if (s.ndim > 2) v += " ndim " + std::to_string(s.ndim);
     if (s.log2_unit_cols) v += " cols by " + std::to_string(s.unit_cols());

@@ -330,10 +330,12 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   for (const auto& o : ops)
     if (!o.p->is_output) ins.push_back(o);
   const bool whole = s.log2_unit_cols > 0;
+  // Inputs read by whole vectors (whole rows only); the others step element by element.
+  auto vector_read = [&](const LoopOperand& o) { return whole && s.staged(o.k); };
   // Every input's last-axis stride and (where vectors cross rows) its step from one row's end
   // to the next row's start; the same for the flat index i.
   for (const auto& o : ins) {
-    if (whole && s.staged(o.k)) continue;  // read by whole vectors
+    if (vector_read(o)) continue;
     w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", o.p->name, last);
     if (nd > 1 && !whole)
       w.line(
@@ -402,8 +404,7 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   w.line("        kiln_idx kiln_ii, kiln_cl = 0, kiln_c2 = 0;");
   w.line("        (void)kiln_cl; (void)kiln_c2;");
   unravel("        ", fmt::format("kiln_t * {}", vw));
-  // Inputs read by whole vectors (whole rows only), from the vector's first element.
-  auto vector_read = [&](const LoopOperand& o) { return whole && s.staged(o.k); };
+  // Whole vectors from the vector's first element.
   for (const auto& o : ins)
     if (o.load && vector_read(o))
       w.line(

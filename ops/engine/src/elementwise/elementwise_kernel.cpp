@@ -229,6 +229,7 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
     // from 2 dims, also with a last axis of whole vectors, each input pattern reading whole
     // vectors (16 bytes: none too; shorter vectors, which the planner takes only for an input
     // that reads them whole: each input alone and all).
+    const auto read_whole = input_patterns(probe, nin(), false);
     if (probe.widest_array_item() <= 4)
       for (int nd = 1; nd <= t.max_ndim; ++nd) {
         out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
@@ -237,7 +238,7 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                                         .vector_width = max_width,
                                                         .raw_ndim = t.raw_ndim})));
         for (int w = 2; w <= max_width && nd > 1; w *= 2)
-          for (std::uint64_t vectors : input_patterns(probe, nin(), false))
+          for (std::uint64_t vectors : read_whole)
             if (vectors != 0 || w == max_width)
               out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
                                                               .ndim = nd,
