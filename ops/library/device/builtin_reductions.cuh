@@ -63,7 +63,7 @@ __device__ __forceinline__ kiln_arg kiln_arg_pick(const kiln_arg& kiln_a, const 
 }
 struct kiln_sn {
   kiln_R s;
-  long long n;
+  kiln_idx n;  // see kiln_moments
 };
 // One-pass moments (var, std, var_mean, std_mean). Each thread sums its elements shifted by
 // the first one it saw (k): s1 = sum(x - k), s2 = sum((x - k)^2), so an element costs a
@@ -73,9 +73,11 @@ struct kiln_sn {
 // variance is as accurate as the two-pass formula however far the data sit from zero. The
 // mean output is the plain sum over n (NumPy's: an inf among the data gives inf).
 // Templates over the state, so a complex kernel sharing this section never instantiates them.
+// The count is the kernel's index type: a row holds no more elements than the loop, which
+// kiln_idx indexes (a 32-bit count costs one instruction where a 64-bit one costs two).
 struct kiln_moments {
   kiln_R k, s1, s2, sum;
-  long long n;
+  kiln_idx n;
 };
 template <class kiln_F>
 __device__ __forceinline__ kiln_F kiln_moments_div(kiln_F kiln_a, kiln_F kiln_b) {
