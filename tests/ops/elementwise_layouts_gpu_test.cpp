@@ -280,6 +280,30 @@ void check_families() {
     check_sub<T>("transposed stepped against a column", m, m.dev(all, all, 1).T(), col, col.dev,
                  {48, 64}, whole);
   }
+  SECTION("transposes of odd lines and offsets") {
+    // Tiled loops whose lines are not whole units or start off a unit's boundary (odd lengths,
+    // views one or more elements in, lines of 3), transposed outputs from odd offsets, and an
+    // output read before it is written.
+    const auto x = Base<T>::random({203, 77}), y = Base<T>::random({70, 200});
+    check_sub<T>("odd transposed from offsets", x, x.dev(slice(3, std::nullopt), slice(5, 75)).T(),
+                 y, y.dev, {71, 203},
+                 [](const ndarray& o) { return o(slice(1, std::nullopt), slice(3, 203)); });
+    const auto w = Base<T>::random({9, 131, 3}), v = Base<T>::random({9, 3, 131});
+    check_sub<T>("lines of 3", w, w.dev.transpose({0, 2, 1}), v, v.dev, {9, 3, 131}, whole);
+    check_sub<T>("lines of 3 into a transposed output", v, v.dev, w, w.dev.transpose({0, 2, 1}),
+                 {9, 131, 3}, [](const ndarray& o) { return o.transpose({0, 2, 1}); });
+    const auto a = Base<T>::random({301, 45}), b = Base<T>::random({44, 300});
+    check_sub<T>("transposed output from an odd offset", b, b.dev, a,
+                 a.dev(slice(1, std::nullopt), slice(1, std::nullopt)).T(), {302, 47},
+                 [](const ndarray& o) { return o(slice(2, std::nullopt), slice(3, 47)).T(); });
+    static const ElementwiseKernel minus_z("T x", "T z", "z = x - z", "layouts_minus_z");
+    const auto ob = Base<T>::poisoned({203, 77});
+    const ndarray out = ob.dev(slice(3, std::nullopt), slice(5, 75));  // (200, 70)
+    const ndarray xin = y.dev.T();                                     // (200, 70)
+    check_case<T>("in place on an odd window, transposed input", {{&y, xin}, {&ob, out}}, ob, out,
+                  [](const std::vector<Store<T>>& g, std::int64_t) { return host_sub<T>(g[0], g[1]); },
+                  [&] { minus_z(xin, out); });
+  }
   SECTION("empty loops launch nothing") {
     const auto x = Base<T>::random({0, 5}), y = Base<T>::random({1, 5});
     static const ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub");
