@@ -222,19 +222,15 @@ struct Emit {
                        ctype(k), base, o, p.name, last());
   }
 
-  std::string map_value(std::string_view row, std::string_view j,
-                        const std::function<std::string(int, const Param&)>& value) const {
-    std::string call = fmt::format("kiln_map(kiln_idx({}), kiln_idx({})", row, j);
+  std::string map_call(std::string_view acc, std::string_view row, std::string_view j,
+                       const std::function<std::string(int, const Param&)>& value) const {
+    std::string call = fmt::format("kiln_add({}, kiln_map(kiln_idx({}), kiln_idx({})", acc, row, j);
     for (int k = 0; k < def.nin; ++k) {
       const Param& p = param(k);
       if (p.raw) continue;
       call += ", " + (s.kind(k) == OperandKind::scalar ? "kiln_p_" + p.name : value(k, p));
     }
-    return call + ")";
-  }
-  std::string map_call(std::string_view acc, std::string_view row, std::string_view j,
-                       const std::function<std::string(int, const Param&)>& value) const {
-    return fmt::format("kiln_add({}, {});", acc, map_value(row, j, value));
+    return call + "));";
   }
 
   void post_store(std::string_view ind, std::string_view acc, std::string_view row,
@@ -302,31 +298,18 @@ struct Emit {
     w.line("{}    }}", ind);
     walker_advance(std::string(ind) + "    ");
     w.line("{}  }}", ind);
-    // The loaded elements reduce into a batch that starts from the first (always loaded), then
-    // join the thread's accumulator: no element meets the identity, so a state's per-element
-    // tests fold away (the moments' "first element sets the shift": var_mean over (0, 2, 3) of
-    // NCHW float32 ran 2.35 times sum's instructions with it).
-    const auto element = [](int, const Param& p) {
-      return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
-    };
-    w.line("{}  kiln_acc kiln_bt;", ind);
-    w.line("{}  kiln_bt.has = true;", ind);
-    w.line("{}  {{", ind);
-    w.line("{}    const int kiln_u = 0, kiln_k = 0;", ind);
-    w.line("{}    kiln_bt.v = {};", ind, map_value("kiln_row", "kiln_jj[0]", element));
-    w.line("{}  }}", ind);
     w.line("#pragma unroll");
     w.line("{}  for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", ind, kUnroll);
     w.line("{}    if (kiln_q + kiln_u * ({}) < kiln_nvec) {{", ind, g);
     w.line("#pragma unroll");
     w.line("{}      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, vw);
-    w.line("{}        if (kiln_u == 0 && kiln_k == 0) continue;", ind);
     w.line("{}        {}", ind,
-           map_call("kiln_bt", "kiln_row", "kiln_jj[kiln_u] + kiln_k", element));
+           map_call("kiln_a", "kiln_row", "kiln_jj[kiln_u] + kiln_k", [](int, const Param& p) {
+             return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
+           }));
     w.line("{}      }}", ind);
     w.line("{}    }}", ind);
     w.line("{}  }}", ind);
-    w.line("{}  kiln_combine(kiln_a, kiln_bt);", ind);
     w.line("{}}}", ind);
     if (vw > 1 && !runs()) {  // one run: the elements past the last whole vector
       w.line(

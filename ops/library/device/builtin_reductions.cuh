@@ -65,10 +65,9 @@ struct kiln_sn {
   kiln_R s;
   kiln_idx n;  // see kiln_moments
 };
-// One-pass moments (var, std, var_mean, std_mean). Elements are summed shifted by the first
-// one of their state (k): s1 = sum(x - k), s2 = sum((x - k)^2), so an element costs a
-// subtract, two adds and a multiply-add, no division and no branch (the reduction kernels
-// start each batch of loaded elements from its first, so the "first element?" test folds). States of several
+// One-pass moments (var, std, var_mean, std_mean). Each thread sums its elements shifted by
+// the first one it saw (k): s1 = sum(x - k), s2 = sum((x - k)^2), so an element costs a
+// subtract, two adds and a multiply-add, no division and no branch. States of several
 // elements merge with Chan's formula, keeping the left one's shift: the mean stays k + s1/n
 // with k an element, so the difference of two means is computed from small numbers and the
 // variance is as accurate as the two-pass formula however far the data sit from zero. The
