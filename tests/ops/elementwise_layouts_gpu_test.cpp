@@ -291,7 +291,9 @@ void check_families() {
     const auto w = Base<T>::random({9, 131, 3}), v = Base<T>::random({9, 3, 131});
     check_sub<T>("lines of 3", w, w.dev.transpose({0, 2, 1}), v, v.dev, {9, 3, 131}, whole);
     check_sub<T>("lines of 3 into a transposed output", v, v.dev, w, w.dev.transpose({0, 2, 1}),
-                 {9, 131, 3}, [](const ndarray& o) { return o.transpose({0, 2, 1}); });
+                 {9, 131, 3}, [](const ndarray& o) {
+                   return o.transpose({0, 2, 1});
+                 });
     const auto a = Base<T>::random({301, 45}), b = Base<T>::random({44, 300});
     check_sub<T>("transposed output from an odd offset", b, b.dev, a,
                  a.dev(slice(1, std::nullopt), slice(1, std::nullopt)).T(), {302, 47},
@@ -300,9 +302,10 @@ void check_families() {
     const auto ob = Base<T>::poisoned({203, 77});
     const ndarray out = ob.dev(slice(3, std::nullopt), slice(5, 75));  // (200, 70)
     const ndarray xin = y.dev.T();                                     // (200, 70)
-    check_case<T>("in place on an odd window, transposed input", {{&y, xin}, {&ob, out}}, ob, out,
-                  [](const std::vector<Store<T>>& g, std::int64_t) { return host_sub<T>(g[0], g[1]); },
-                  [&] { minus_z(xin, out); });
+    check_case<T>(
+        "in place on an odd window, transposed input", {{&y, xin}, {&ob, out}}, ob, out,
+        [](const std::vector<Store<T>>& g, std::int64_t) { return host_sub<T>(g[0], g[1]); },
+        [&] { minus_z(xin, out); });
   }
   SECTION("empty loops launch nothing") {
     const auto x = Base<T>::random({0, 5}), y = Base<T>::random({1, 5});
