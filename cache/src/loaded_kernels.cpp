@@ -1,5 +1,7 @@
 #include "kiln/cache/loaded_kernels.hpp"
 
+#include <cuda.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -39,6 +41,17 @@ LoadedKernel compile_and_load(int device, MakeRequest make, const void* context,
     out.max_threads_per_block = out.function.max_threads_per_block();
   }
   out.lowered_names = std::move(bin.lowered_names);
+  // Kernels that take more dynamic shared memory than the default 48 KiB (rows held partly in
+  // shared memory) say so with this global: they may take what the device allows a block, and
+  // ask for the largest shared-memory carveout, so that two such blocks share an SM.
+  if (entry_function && bin.cubin.find("kiln_dynamic_shared_memory") != std::string::npos &&
+      out.module->global("kiln_dynamic_shared_memory")) {
+    const auto& props = device_properties(device);
+    const int fixed = out.function.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+    out.function.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               int(props.shared_memory_per_block_optin) - fixed);
+    out.function.set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+  }
   // Split reductions size their partials from this global (their reduce type may be a user
   // struct); asked only of modules that have it, so other loads make no failing driver call.
   if (bin.cubin.find("kiln_partial_bytes") != std::string::npos)

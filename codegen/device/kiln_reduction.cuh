@@ -55,6 +55,30 @@ __device__ __forceinline__ void kiln_row_load(kiln_V (&kiln_dst)[kiln_w], const 
     kiln_load<kiln_w>(kiln_dst, reinterpret_cast<const kiln_V*>(kiln_row) + kiln_e);
   }
 }
+// A held row's vector of kiln_b bytes (4, 8 or 16) copied from global to shared memory with
+// no registers in between (cp.async, sm_80 on), so that all of a thread's copies are in flight
+// together; kiln_row_wait makes them visible to the thread that issued them.
+template <int kiln_b>
+__device__ __forceinline__ void kiln_row_copy(void* kiln_dst, const void* kiln_src) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned kiln_s = unsigned(__cvta_generic_to_shared(kiln_dst));
+  if (kiln_b == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(kiln_s), "l"(kiln_src)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(kiln_s), "l"(kiln_src),
+                 "n"(kiln_b)
+                 : "memory");
+#else
+  typedef typename kiln_word<kiln_b>::type kiln_W;
+  *reinterpret_cast<kiln_W*>(kiln_dst) = *reinterpret_cast<const kiln_W*>(kiln_src);
+#endif
+}
+__device__ __forceinline__ void kiln_row_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 // A streamed row's last reads and its outputs' writes: marked evict-first (ld/st .cs), so
 // they leave L2 to the rows other blocks will read again.
 template <int kiln_w, class kiln_V, class kiln_I>

@@ -52,7 +52,9 @@ struct Emit {
   // registers of a cached input it takes over (kept_into) or in 64 bytes a thread of its own.
   bool keeps(std::size_t r) const {
     const auto& red = def.reductions[r];
-    if (streamed() || red.phase != def.nphases - 1) return false;
+    // Rows held partly in shared memory recompute it: a kept value there would be a store and
+    // a load per element.
+    if (streamed() || s.shared || red.phase != def.nphases - 1) return false;
     const std::string cast = fmt::format("kiln_cast<{}>(", red.part.in.device_type());
     if (!red.input.starts_with(cast)) return false;
     bool used = false;
@@ -121,6 +123,8 @@ struct Emit {
     // H200, softmax of (4096, 16384) float32: 0.62 -> 0.89 of the copy rate (64 registers, a
     // few bytes of spills, against 71). Narrower blocks keep the one bound: asking them for more
     // blocks spilled layer norm's registers and ran slower (0.88 -> 0.82).
+    // The loader gives kernels with this global the shared memory their launches ask for.
+    if (s.shared) w.line("extern \"C\" __device__ int kiln_dynamic_shared_memory = 1;");
     if (s.wide)
       w.line("extern \"C\" __global__ void __launch_bounds__({}, 2) {}(", kMaxRowLanes, def.name);
     else
@@ -203,19 +207,48 @@ struct Emit {
           w.line("{}    {} kiln_u_{}[{}];", ind, ctype(j), j, vw());
       emit_loads(ind + "    ", "");
     }
+    elements(ind, use, false, body);
+    if (streamed()) w.line("{}}}", ind0);
+    if (!s.shared) return;
+    // The vectors past the registers' (lanes * items): cached leaves from shared memory, each
+    // thread its own slots (written by the same thread, so no barrier).
+    // Not unrolled: unrolled by two, layer norm's phases spilled under the wide bound.
+    w.line("#pragma unroll 1");
+    w.line("{}for (kiln_uidx kiln_i = 0; kiln_i < kiln_held; ++kiln_i) {{", ind);
+    w.line("{}  const kiln_uidx kiln_e0 = ((kiln_uidx({}) + kiln_i) * kiln_lanes + kiln_t) * {};",
+           ind, int(s.items), vw());
+    w.line("{}  if (kiln_live && kiln_e0 < kiln_uidx(kiln_n)) {{", ind);
+    for (int j = 0; j < def.nin; ++j) {
+      if (!is_array(j) || !reads(j, use)) continue;
+      w.line("{}    {} kiln_{}_{}[{}];", ind, ctype(j), cached(j) ? "h" : "u", j, vw());
+      if (cached(j))
+        w.line("{}    kiln_load<{}>(kiln_h_{}, kiln_sh_{} + (kiln_i * kiln_lanes + kiln_t) * {});",
+               ind, vw(), j, j, vw());
+    }
+    emit_loads(ind + "    ", "");
+    elements(ind, use, true, body);
+  }
+
+  // The elements of one vector (the caller opened its loop and its `if`, which this closes):
+  // body before, per element (in<j> defined from registers, shared memory or a load), after.
+  template <class Body>
+  void elements(const std::string& ind, std::uint32_t use, bool held, Body&& body) {
     body(ind + "    ", At::before);
     w.line("#pragma unroll");
     w.line("{}    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, vw());
-    for (int j = 0; j < def.nin; ++j)
-      if (is_array(j) && reads(j, use))
+    for (int j = 0; j < def.nin; ++j) {
+      if (!is_array(j) || !reads(j, use)) continue;
+      if (held && cached(j))
+        w.line("{}      const {} {} = kiln_h_{}[kiln_k];", ind, ctype(j), param(j).name, j);
+      else
         w.line("{}      const {} {} = kiln_{}_{}{}[kiln_k];", ind, ctype(j), param(j).name,
                cached(j) ? "c" : "u", j, cached(j) || streamed() ? "[kiln_i]" : "");
+    }
     body(ind + "      ", At::each);
     w.line("{}    }}", ind);
     body(ind + "    ", At::after);
     w.line("{}  }}", ind);
     w.line("{}}}", ind);
-    if (streamed()) w.line("{}}}", ind0);
   }
 
   void phase(int p) {
@@ -313,8 +346,67 @@ struct Emit {
       for (std::size_t r = 0; r < def.reductions.size(); ++r)
         w.line("  __shared__ kiln_r{}::acc kiln_sm{}[33];", r,
                r);  // a slot per warp, then the total
+    if (s.shared) {
+      // Vectors a thread holds in shared memory (the launch gives lanes * kiln_held of each
+      // cached leaf, in leaf order), past the items a thread holds in registers.
+      w.line("  extern __shared__ __align__(16) unsigned char kiln_dynamic[];");
+      w.line("  const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", vw());
+      w.line("  const kiln_uidx kiln_in_registers = kiln_uidx({}) * blockDim.x;", int(s.items));
+      w.line(
+          "  const kiln_uidx kiln_held = kiln_nvec > kiln_in_registers ? (kiln_nvec - "
+          "kiln_in_registers + blockDim.x - 1) / blockDim.x : 0;");
+      int offset = 0;  // bytes of one vector slot of the leaves before
+      for (int j = 0; j < def.nin; ++j) {
+        if (!cached(j)) continue;
+        w.line(
+            "  {0}* const kiln_sh_{1} = reinterpret_cast<{0}*>(kiln_dynamic + kiln_held * "
+            "blockDim.x * {2});",
+            ctype(j), j, offset);
+        offset += vw() * int(s.param_dtype(j).itemsize());
+      }
+    }
     open_lane_group_rows(w);
     out_offsets("    ");
+    bool copies = false;
+    for (int j = 0; j < def.nin && s.shared; ++j) {
+      if (!cached(j)) continue;
+      // Before the registers' loads: a leaf that moves along the row (a step of one element)
+      // by copies that hold no registers (vectors of 4 bytes or more), all in flight together;
+      // otherwise (a per-row value, vectors of 1 or 2 bytes) through registers, by fours.
+      const int bytes = vw() * int(s.param_dtype(j).itemsize());
+      const std::string step = fmt::format("kiln_p_{}.kiln_s[{}]", param(j).name, nd() - 1);
+      auto fill = [&](std::string_view ind, bool copy) {
+        w.line("#pragma unroll {}", copy ? 1 : 4);
+        w.line("{}for (kiln_uidx kiln_i = 0; kiln_i < kiln_held; ++kiln_i) {{", ind);
+        w.line(
+            "{}  const kiln_uidx kiln_e0 = ((kiln_uidx({}) + kiln_i) * kiln_lanes + kiln_t) * {};",
+            ind, int(s.items), vw());
+        w.line("{}  if (kiln_live && kiln_e0 < kiln_uidx(kiln_n)) {{", ind);
+        const std::string slot =
+            fmt::format("kiln_sh_{} + (kiln_i * kiln_lanes + kiln_t) * {}", j, vw());
+        if (copy) {
+          w.line("{}    kiln_row_copy<{}>({}, reinterpret_cast<const {}*>({}) + kiln_e0);", ind,
+                 bytes, slot, ctype(j), row_pointer(j));
+        } else {
+          w.line("{}    {} kiln_v[{}];", ind, ctype(j), vw());
+          w.line("{}    kiln_row_load<{}>(kiln_v, {}, kiln_idx(kiln_e0), {});", ind, vw(),
+                 row_pointer(j), step);
+          w.line("{}    kiln_store<{}>({}, kiln_v);", ind, vw(), slot);
+        }
+        w.line("{}  }}", ind);
+        w.line("{}}}", ind);
+      };
+      if (bytes >= 4) {
+        copies = true;
+        w.line("    if ({} != 0) {{", step);
+        fill("      ", true);
+        w.line("    }} else {{");
+        fill("      ", false);
+        w.line("    }}");
+      } else {
+        fill("    ", false);
+      }
+    }
     for (int j = 0; j < def.nin; ++j) {
       if (!cached(j)) continue;
       w.line("    {} kiln_c_{}[{}][{}];", ctype(j), j, int(s.items), vw());
@@ -329,6 +421,7 @@ struct Emit {
           vw(), j, row_pointer(j), param(j).name, nd() - 1);
       w.line("    }}");
     }
+    if (copies) w.line("    kiln_row_wait();");
     for (int p = 0; p < def.nphases; ++p) phase(p);
     outputs();
     w.line("  }}");

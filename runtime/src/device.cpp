@@ -82,6 +82,8 @@ const DeviceProperties& device_properties(int device) {
     d->warp_size = p.warpSize;
     d->total_memory = p.totalGlobalMem;
     d->l2_cache_bytes = std::size_t(p.l2CacheSize);
+    d->shared_memory_per_multiprocessor = p.sharedMemPerMultiprocessor;
+    d->shared_memory_per_block_optin = p.sharedMemPerBlockOptin;
     t.props[device] = std::move(d);
   });
   return *t.props[device];

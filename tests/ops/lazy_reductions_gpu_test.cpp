@@ -100,10 +100,12 @@ TEST_CASE("softmax and log-softmax over the last axis match the host for short, 
   }
 }
 
-TEST_CASE("rows too long for a block's registers stream and match the host", "[ops][gpu]") {
-  // Enough rows for two blocks per SM, each phase reading its row again: vectors of four
-  // (32000, a vocabulary) and single elements (an odd length).
-  for (Shape shape : {Shape{600, 32000}, Shape{300, 20001}}) {
+TEST_CASE("rows too long for a block's registers match the host", "[ops][gpu]") {
+  // Enough rows for two blocks per SM, the rest of each row past the registers' held in
+  // shared memory (or, past that, each phase reading its row again): vectors of four (32000,
+  // a vocabulary), single elements (an odd length), and one vector a thread past the
+  // registers' (16384 + 2048).
+  for (Shape shape : {Shape{600, 32000}, Shape{300, 20001}, Shape{400, 18432}}) {
     INFO(shape.str());
     std::vector<float> h, hg, hb;
     const ndarray a = random_f32(shape, h);
@@ -130,6 +132,21 @@ TEST_CASE("rows too long for a block's registers stream and match the host", "[o
     ndarray ln = poisoned(shape, float32);
     eval_into((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b, ln);
     CHECK(mismatches(ln, host_layer_norm(h, shape[0], shape[1], hg, hb, 1e-5), 2e-3, 1e-4) == 0);
+  }
+  {
+    // float64 rows of 12000 (past 512 lanes of 8 pairs), and layer norm in place: each row is
+    // read into registers and shared memory before it is written.
+    const Shape shape{300, 12000};
+    std::vector<float> h, hg, hb;
+    const ndarray a = random_f32(shape, h).astype(float64);
+    const auto x = lazy(a);
+    ndarray y = poisoned(shape, float64);
+    eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
+    CHECK(mismatches<double>(y, host_softmax(h, shape[0], shape[1], false), 1e-12, 1e-9) == 0);
+    ndarray c = copy(random_f32(shape, h));
+    fuse([](auto& v) { v = (v - kiln::mean(v, -1, true)) / kiln::std(v, -1, true); })(c);
+    std::vector<float> ones(std::size_t(shape[1]), 1.0f), zeros(std::size_t(shape[1]), 0.0f);
+    CHECK(mismatches(c, host_layer_norm(h, shape[0], shape[1], ones, zeros, 0.0), 1e-4, 1e-4) == 0);
   }
   // float16 rows of 40000 (past 512 lanes of 8 vectors of 8), computed in float32.
   const Shape shape{300, 40000};

@@ -41,22 +41,35 @@ aot_target row_target(const expr& e, dtype out) {
 void compile_some(const RowKernel& k, const aot_target& t) {
   const auto specs = k.specs(t);
   REQUIRE(!specs.empty());
-  // Both ends of the enumeration (narrow group, wide block) and one in the middle.
-  for (std::size_t i : {std::size_t(0), specs.size() / 2, specs.size() - 1}) {
+  // Both ends of the enumeration (narrow group, wide block) and one in the middle, and rows
+  // held partly in shared memory: each vector width, with the fewest and the most vectors a
+  // thread in registers.
+  std::vector<std::size_t> some{0, specs.size() / 2, specs.size() - 1};
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].shared && specs[i].out_ndim == 1 && specs[i].index_bits == 32 &&
+        (specs[i].items == 1 || specs[i].items == 4))
+      some.push_back(i);
+  CHECK(some.size() > 3);
+  for (std::size_t i : some) {
     const auto req = k.compile_request(specs[i], 90);
     INFO(req.source);
     CHECK_NOTHROW(cache::compile_cached(req));
   }
+  // Held rows copy with cp.async from sm_80 on and through registers before it.
+  const auto before = k.compile_request(specs[some.back()], 75);
+  INFO(before.source);
+  CHECK_NOTHROW(cache::compile_cached(before));
 }
 
+// An H200's 132 SMs, 50 MiB of L2 and 228 KiB of shared memory an SM (227 KiB a block).
+constexpr detail::RowDevice kH200{132, std::int64_t(50) << 20, 233472, 232448};
+
 bool plan(const Shape& loop, std::uint64_t mask, std::vector<ndarray> arrays, int nin,
-          detail::RowPlan& p) {
+          detail::RowPlan& p, const detail::RowDevice& gpu = kH200) {
   std::vector<const ndarray*> ptrs;
   std::vector<dtype> types;
   for (const auto& a : arrays) ptrs.push_back(&a), types.push_back(a.dtype());
-  // An H200's 132 SMs and 50 MiB of L2.
-  return detail::plan_rows(loop, mask, ptrs, types, nin, int(arrays[0].itemsize()), 132,
-                           std::int64_t(50) << 20, p);
+  return detail::plan_rows(loop, mask, ptrs, types, nin, int(arrays[0].itemsize()), gpu, p);
 }
 
 }  // namespace
@@ -79,8 +92,17 @@ TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compi
     const auto t = row_target(softmax, float32);
     const auto specs = k->specs(t);
     std::size_t kept = 0, in_x = 0, held = 0;
+    std::size_t in_shared = 0;
     for (const auto& sp : specs) {
       if (sp.items == 0) continue;  // streamed: nothing stays in registers
+      if (sp.shared) {  // rows partly in shared memory compute exp again for the outputs
+        const std::string src = k->source(sp);
+        const std::size_t out = src.find("kiln_s0[kiln_k] = ");
+        REQUIRE(out != std::string::npos);
+        CHECK(src.substr(out, src.find('\n', out) - out).find("exp(") != std::string::npos);
+        ++in_shared;
+        continue;
+      }
       ++held;
       const std::string src = k->source(sp);
       const std::size_t out = src.find("kiln_s0[kiln_k] = ");
@@ -90,6 +112,7 @@ TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compi
       if (src.find("kiln_c_0[kiln_i][kiln_k] = kiln_cast<float>(exp(") != std::string::npos) ++in_x;
     }
     CHECK(held > 0);
+    CHECK(in_shared > 0);
     CHECK(kept == held);
     CHECK(in_x == held);
   }
@@ -99,7 +122,7 @@ TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compi
     REQUIRE(w);
     int checked = 0;
     for (const auto& sp : w->specs(row_target(weighted, float32))) {
-      if (sp.vector_width != 4 || (sp.items != 4 && sp.items != 8)) continue;
+      if (sp.vector_width != 4 || (sp.items != 4 && sp.items != 8) || sp.shared) continue;
       const bool keeps = w->source(sp).find("kiln_x1[kiln_i][kiln_k] = ") != std::string::npos;
       CHECK(keeps == (sp.items == 4));
       ++checked;
@@ -177,18 +200,38 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
                3, p));
   CHECK(p.strides[1][1] == 4);
   CHECK(p.strides[2][1] == 0);
-  // Rows longer than a block holds (a vocabulary of 32000 float32), with rows enough for two
-  // blocks per SM: streamed, wide blocks re-reading the row from L2 in each phase.
+  // Rows longer than a block's registers hold (a vocabulary of 32000 float32), with rows
+  // enough for two blocks per SM: wide blocks, 4 float4 a thread in registers and the rest of
+  // the row (5952 vectors: 12 a thread) in shared memory, 96 KiB a block.
   REQUIRE(plan({2097, 32000}, 0b10,
                {no_memory({2097, 32000}, float32), no_memory({2097, 32000}, float32)}, 1, p));
-  CHECK(p.spec.items == 0);
+  CHECK(p.spec.items == 4);
+  CHECK(p.spec.shared == 1);
+  CHECK(p.shared_bytes == 12 * 512 * 16);
   CHECK(p.spec.wide == 1);
   CHECK(p.spec.group == 0);
   CHECK(p.lanes == 512);
   CHECK(p.spec.vector_width == 4);
   CHECK(p.grid == 2097);
+  // Shorter rows keep to registers and take no shared memory.
+  REQUIRE(plan({2097, 16384}, 0b10,
+               {no_memory({2097, 16384}, float32), no_memory({2097, 16384}, float32)}, 1, p));
+  CHECK(p.spec.shared == 0);
+  CHECK(p.shared_bytes == 0);
+  // Past half an SM's shared memory (rows of 2^16 float32 need 192 KiB a block): streamed,
+  // each phase reading the row again from L2, where the rows two blocks per SM work on fit in
+  // it (16 SMs: 8 MiB).
+  const detail::RowDevice small{16, std::int64_t(50) << 20, 233472, 232448};
+  REQUIRE(plan({64, 1 << 16}, 0b10,
+               {no_memory({64, 1 << 16}, float32), no_memory({64, 1 << 16}, float32)}, 1, p,
+               small));
+  CHECK(p.spec.items == 0);
+  CHECK(p.spec.shared == 0);
+  CHECK(p.shared_bytes == 0);
+  CHECK(p.spec.wide == 1);
   // Rows along a strided axis do not fit; nor long rows too few for two blocks per SM (4, or
-  // 263 of 32000), or whose resident rows L2 cannot hold (264 rows of 2^18 float32, 264 MiB).
+  // 263 of 32000), or whose resident rows neither shared memory nor L2 can hold (264 rows of
+  // 2^18 float32, 264 MiB).
   CHECK_FALSE(plan({4096, 64}, 0b01,
                    {no_memory({4096, 64}, float32), no_memory({4096, 64}, float32)}, 1, p));
   CHECK_FALSE(plan({4, 1 << 20}, 0b10,

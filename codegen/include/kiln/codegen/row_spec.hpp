@@ -13,8 +13,10 @@
 //   s.items = 4;          // each thread holds 4 vectors: a row of up to lanes * 16 elements
 //   s.group = 0;          // a block per row (lanes = blockDim.x, up to kMaxRowLanes)
 //   s.wide = 1;           // ... of kMaxRowLanes lanes: two such blocks share an SM
+//   s.shared = 1;         // ... and the rest of the row past lanes * items vectors in shared
+//                         // memory (the launch's dynamic bytes), for rows too long for registers
 //   s.items = 0;          // streamed: no registers hold the row; each phase reads it again
-//                         // (from L2, which holds the rows in flight), for rows too long
+//                         // (from L2, which holds the rows in flight), for rows too long for both
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -37,10 +39,12 @@ struct RowSpec {
                                   // block (256 threads); 0: a block (blockDim.x lanes, up to
                                   // kMaxRowLanes) per row
   std::uint8_t nparams = 0;
-  std::uint8_t wide = 0;  // group 0 with kMaxRowLanes lanes: the launch bounds ask for two
-                          // resident blocks (at most 64 registers a thread), where the
-                          // registers a row takes would otherwise leave one block per SM
-  std::uint8_t pad_ = 0;
+  std::uint8_t wide = 0;    // group 0 with kMaxRowLanes lanes: the launch bounds ask for two
+                            // resident blocks (at most 64 registers a thread), where the
+                            // registers a row takes would otherwise leave one block per SM
+  std::uint8_t shared = 0;  // wide blocks holding items vectors a thread: the row's vectors past
+                            // lanes * items go to dynamic shared memory, ceil(rest / lanes) a
+                            // thread (a run-time count), of every leaf read in several phases
   std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array
 
   dtype param_dtype(int k) const {

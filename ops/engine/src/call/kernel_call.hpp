@@ -81,6 +81,7 @@ struct KernelCall {
 /// How a kind's kernel is launched.
 struct Launch {
   dim3 grid{1, 1, 1}, block{1, 1, 1};
+  unsigned shared_bytes = 0;  // dynamic shared memory (a kernel the loader opted in)
   unsigned threads() const { return block.x * block.y * block.z; }
 };
 
@@ -175,7 +176,7 @@ kernel_result run_call(Kind kind, std::span<const kernel_arg> all_args) {
     const Workspace ws = kind.workspace(c, plan, launch, loaded);
     KernelArgs kargs(plan.spec.index_bits);
     kind.pack(c, plan, ws, kargs);
-    loaded.function.launch(launch.grid, launch.block, kargs.argv(), 0, c.stream);
+    loaded.function.launch(launch.grid, launch.block, kargs.argv(), launch.shared_bytes, c.stream);
     // Inside a graph capture (one thread-local load otherwise), the new kernel node is
     // recorded with the role of each parameter, for graph::update.
     if (thread_capture()) [[unlikely]]

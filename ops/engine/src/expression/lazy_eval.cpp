@@ -443,8 +443,7 @@ kernel_result run_with_reductions(std::span<const node_ptr> all_roots, ndarray* 
         const auto ty = std::span<const dtype>(types.data(), n);
         const DeviceProperties& props = device_properties(current_device());
         if (plan_rows(rows[0]->shape, mask, arr, ty, w.nleaves,
-                      row_cached_bytes(k.definition(), arr, ty), props.multiprocessor_count,
-                      std::int64_t(props.l2_cache_bytes), probe)) {
+                      row_cached_bytes(k.definition(), arr, ty), RowDevice::of(props), probe)) {
           for (std::size_t r = 0; r < rows.size(); ++r) args.add(outs[r]);
           return k.call(args.span());
         }

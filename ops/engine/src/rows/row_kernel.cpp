@@ -45,11 +45,12 @@ struct RowKind {
                    types, c.def.nin,
                    row_cached_bytes(kernel.definition(),
                                     std::span<const ndarray* const>(c.arrays.data(), n), types),
-                   props.multiprocessor_count, std::int64_t(props.l2_cache_bytes), p))
+                   RowDevice::of(props), p))
       throw ValueError(
           fmt::format("row kernel '{}': the arrays' layout does not fit a row kernel (rows of {} "
                       "must be one dim with unit or no steps, short enough for a block's "
-                      "registers or, streamed, for L2 with two rows per SM); evaluate "
+                      "registers and shared memory or, streamed, for L2, with rows for two blocks "
+                      "per SM); evaluate "
                       "the expression instead, which plans around it",
                       c.def.name, c.shape.str()));
   }
@@ -59,7 +60,7 @@ struct RowKind {
   }
 
   Launch geometry(const KernelCall&, const Plan& p, const cache::LoadedKernel&) const {
-    return {dim3(p.grid), dim3(unsigned(p.lanes), unsigned(p.rows_per_block))};
+    return {dim3(p.grid), dim3(unsigned(p.lanes), unsigned(p.rows_per_block)), p.shared_bytes};
   }
 
   Workspace workspace(const KernelCall&, const Plan&, const Launch&,
@@ -125,15 +126,18 @@ std::vector<codegen::RowSpec> RowKernel::specs(const aot_target& t) const {
     for (int od = 1; od <= t.max_ndim; ++od)
       for (int vw = 1; vw <= int(16 / widest); vw *= 2)
         for (int items : {1, 2, 4, 8, 0})
-          for (int shape : {1, 0, 2}) {              // a group of lanes, a block, a wide block
+          for (int shape : {1, 0, 2, 3}) {  // a group of lanes, a block, a wide block, a wide
+                                            // block holding the rest in shared memory
             if (items == 0 && shape != 2) continue;  // streamed rows: wide blocks only
+            if (shape == 3 && items > detail::kHeldRowItems) continue;
             codegen::RowSpec s = base;
             s.index_bits = std::uint8_t(bits);
             s.out_ndim = std::uint8_t(od);
             s.vector_width = std::uint8_t(vw);
             s.items = std::uint8_t(items);
             s.group = std::uint8_t(shape == 1);
-            s.wide = std::uint8_t(shape == 2);
+            s.wide = std::uint8_t(shape >= 2);
+            s.shared = std::uint8_t(shape == 3);
             out.push_back(s);
           }
   return out;

@@ -11,6 +11,7 @@
 #include "call/stack_vector.hpp"
 #include "kiln/codegen/row_definition.hpp"
 #include "kiln/codegen/row_spec.hpp"
+#include "kiln/runtime/device.hpp"
 #include "kiln/runtime/ndarray.hpp"
 
 namespace kiln::detail {
@@ -25,18 +26,36 @@ struct RowPlan {
   std::int64_t m = 0, n = 0;  // rows, row length
   int lanes = 1, rows_per_block = 1;
   std::uint32_t grid = 1;
+  std::uint32_t shared_bytes = 0;  // dynamic shared memory of a block (spec.shared)
+};
+
+/// Vectors a thread of a held row (spec.shared) keeps in registers, at most: 8 (as rows of
+/// registers alone take) spilled layer norm's kernel under the wide blocks' bound of 64.
+inline constexpr int kHeldRowItems = 4;
+
+/// What the row planner needs to know of the GPU.
+struct RowDevice {
+  int sm_count = 0;
+  std::int64_t l2_bytes = 0;
+  std::int64_t shared_per_sm = 0;     // shared memory of one multiprocessor
+  std::int64_t shared_per_block = 0;  // the most one block may take (opted in)
+  static RowDevice of(const DeviceProperties& p) {
+    return {p.multiprocessor_count, std::int64_t(p.l2_cache_bytes),
+            std::int64_t(p.shared_memory_per_multiprocessor),
+            std::int64_t(p.shared_memory_per_block_optin)};
+  }
 };
 
 /// Plans a row kernel over `loop` whose reduced axes are `mask`, for the parameters' arrays
 /// (nullptr: a scalar) and dtypes; `cached_bytes`: the bytes of one element of every leaf
-/// the kernel keeps in registers; `sm_count` and `l2_bytes`: the GPU's multiprocessors and L2
-/// cache. False when the layout does not fit: the reduced axes do not collapse to one dim with
-/// unit or no steps for every array (unit for outputs), or the row is longer than a block holds
-/// in registers and cannot be streamed (too few rows, or too long for L2 to keep the rows in
-/// flight).
+/// the kernel keeps in registers; `gpu`: its multiprocessors, L2 and shared memory. False when
+/// the layout does not fit: the reduced axes do not collapse to one dim with unit or no steps
+/// for every array (unit for outputs), or the row is longer than a block holds in registers
+/// and shared memory and cannot be streamed (too few rows, or too long for L2 to keep the rows
+/// in flight).
 bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
-               std::span<const dtype> types, int nin, int cached_bytes, int sm_count,
-               std::int64_t l2_bytes, RowPlan& plan);
+               std::span<const dtype> types, int nin, int cached_bytes, const RowDevice& gpu,
+               RowPlan& plan);
 /// Bytes of one element of every leaf a row kernel keeps in registers (an array read in two
 /// phases or more, as the emitter decides), for a call's arrays and dtypes.
 int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray* const> arrays,

@@ -21,6 +21,8 @@ struct DeviceProperties {
   int warp_size = 32;
   std::size_t total_memory = 0;
   std::size_t l2_cache_bytes = 0;
+  std::size_t shared_memory_per_multiprocessor = 0;
+  std::size_t shared_memory_per_block_optin = 0;   // a block's most, with the attribute set
   int arch() const { return major * 10 + minor; }  // 90 for sm_90
 };
 
