@@ -511,7 +511,7 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
   add("log-softmax (16384, 4096) last axis", "log_softmax", float32, {rows, 4096}, {-1});
   add("standardize over (0, 2, 3) of NCHW", "standardize", float32,
       {std::max<std::int64_t>(2, std::int64_t(32 * scale)), 128, 56, 56}, {0, 2, 3});
-  // Rows past a block's registers (a vocabulary): streamed, each phase reading the row again.
+  // Rows past a block's registers (a vocabulary): held partly in shared memory.
   const auto vocab_rows = std::max<std::int64_t>(264, std::int64_t(2048 * scale));
   add("softmax (2048, 32000) last axis", "softmax", float32, {vocab_rows, 32000}, {-1});
   add("layer norm (2048, 32000) last axis", "layer_norm", float32, {vocab_rows, 32000}, {-1});
@@ -529,6 +529,18 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
       add(fmt::format("{} of {}", op, s.str()), op, t, s, {-1});
     }
   }
+  // Vocabularies past a block's registers and shared memory when two blocks share an SM: an
+  // odd one (GPT-2's, one element per access), and one past any SM (Llama 3's). After the
+  // seeded cases, so that those stay what earlier rounds measured.
+  add("softmax (2048, 50257) last axis", "softmax", float32, {vocab_rows, 50257}, {-1});
+  add("layer norm (2048, 50257) last axis", "layer_norm", float32, {vocab_rows, 50257}, {-1});
+  add("log_softmax (1024, 128256) last axis", "log_softmax", float32,
+      {std::max<std::int64_t>(132, vocab_rows / 2), 128256}, {-1});
+  // Softmax over an outer axis (strided rows: passes): a segmentation's classes, and columns.
+  add("softmax over axis 1 of (32, 21, 256, 256)", "softmax", float32,
+      {std::max<std::int64_t>(1, std::int64_t(32 * scale)), 21, 256, 256}, {1});
+  add("log_softmax over axis 0 of (4096, 8192)", "log_softmax", float32,
+      {std::max<std::int64_t>(64, std::int64_t(4096 * scale)), 8192}, {0});
 }
 
 // ---------------------------------------------------------------- running

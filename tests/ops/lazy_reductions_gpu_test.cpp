@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -158,6 +159,108 @@ TEST_CASE("rows too long for a block's registers match the host", "[ops][gpu]") 
   ndarray y = poisoned(shape, float16);
   eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
   CHECK(mismatches<half>(y, host_softmax(hh, shape[0], shape[1], false), 1e-7, 1e-2) == 0);
+}
+
+namespace {
+
+// Softmax (or log-softmax) over axis 0 of a (rows, cols) row-major host array, NumPy's way in
+// double: max, exp(x - max), their sum; NaN comes through as NumPy's does.
+template <class T>
+std::vector<double> host_softmax_axis0(const std::vector<T>& x, std::int64_t rows,
+                                       std::int64_t cols, bool log_form,
+                                       std::vector<double>* sums = nullptr) {
+  std::vector<double> out(x.size());
+  for (std::int64_t c = 0; c < cols; ++c) {
+    double m = -INFINITY, s = 0;
+    bool nan = false;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double v = double(x[std::size_t(r * cols + c)]);
+      nan = nan || std::isnan(v);
+      m = std::max(m, v);
+    }
+    if (nan) m = NAN;
+    for (std::int64_t r = 0; r < rows; ++r) s += std::exp(double(x[std::size_t(r * cols + c)]) - m);
+    if (sums) sums->push_back(s);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double v = double(x[std::size_t(r * cols + c)]);
+      out[std::size_t(r * cols + c)] = log_form ? v - m - std::log(s) : std::exp(v - m) / s;
+    }
+  }
+  return out;
+}
+
+// Mismatches where NaN must meet NaN.
+template <class T>
+std::size_t nan_mismatches(const ndarray& got, const std::vector<double>& want, double tol) {
+  const auto h = got.get<T>();
+  REQUIRE(h.size() == want.size());
+  std::size_t bad = 0;
+  for (std::size_t k = 0; k < h.size(); ++k) {
+    const double g = double(h[k]), w = want[k];
+    const bool ok = std::isnan(w)   ? std::isnan(g)
+                    : std::isinf(w) ? g == w
+                                    : std::abs(g - w) <= tol * std::max(1.0, std::abs(w));
+    if (!ok && bad++ == 0) WARN("first mismatch at " << k << ": got " << g << ", want " << w);
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("softmax over an outer axis runs its denominator in the max's pass and matches the host",
+          "[ops][gpu]") {
+  // Columns of 3000 (strided rows: no row kernel), with NumPy's NaN where a column holds inf,
+  // NaN or only -inf, and exp(-inf - max) = 0 beside finite values.
+  const std::int64_t rows = 3000, cols = 257;
+  auto check = [&](auto zero) {
+    using T = decltype(zero);
+    const dtype t = std::is_same_v<T, float> ? float32 : float64;
+    auto h = test::random_vector<T>(std::size_t(rows * cols), -20, 20);
+    const T inf = std::numeric_limits<T>::infinity();
+    for (std::int64_t r = 0; r < rows; ++r) h[std::size_t(r * cols + 1)] = -inf;  // only -inf
+    h[std::size_t(17 * cols + 2)] = inf;
+    h[std::size_t(2999 * cols + 3)] = std::numeric_limits<T>::quiet_NaN();
+    for (std::int64_t r = 0; r < rows; r += 2) h[std::size_t(r * cols + 4)] = -inf;  // half
+    const ndarray a = asarray(h, Shape{rows, cols});
+    const auto x = lazy(a);
+    const double tol = t == float32 ? 2e-5 : 1e-12;
+    std::vector<double> sums;
+    const auto want = host_softmax_axis0(h, rows, cols, false, &sums);
+    ndarray y = poisoned({rows, cols}, t);
+    eval_into(exp(x - max(x, 0, true)) / sum(exp(x - max(x, 0, true)), 0, true), y);
+    CHECK(nan_mismatches<T>(y, want, tol) == 0);
+    ndarray ls = poisoned({rows, cols}, t);
+    auto s = x - max(x, 0, true);
+    eval_into(s - log(sum(exp(s), 0, true)), ls);
+    CHECK(nan_mismatches<T>(ls, host_softmax_axis0(h, rows, cols, true), tol) == 0);
+    // The denominator as a result of its own (NaN for the column of -inf, as NumPy's).
+    ndarray d = poisoned({cols}, t);
+    eval_into(sum(exp(x - max(x, 0, true)), 0, false), d);
+    CHECK(nan_mismatches<T>(d, sums, tol) == 0);
+  };
+  check(0.0f);
+  check(0.0);
+  // A middle axis of NCHW (channel softmax): 21 classes.
+  const Shape shape{8, 21, 64, 96};
+  std::vector<float> h;
+  const ndarray a = random_f32(shape, h);
+  const auto x = lazy(a);
+  ndarray y = poisoned(shape, float32);
+  eval_into(exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true), y);
+  const std::int64_t hw = 64 * 96;
+  std::vector<double> want(h.size());
+  for (std::int64_t n = 0; n < 8; ++n)
+    for (std::int64_t p = 0; p < hw; ++p) {
+      double m = -INFINITY, sum_e = 0;
+      for (std::int64_t c = 0; c < 21; ++c)
+        m = std::max(m, double(h[std::size_t((n * 21 + c) * hw + p)]));
+      for (std::int64_t c = 0; c < 21; ++c)
+        sum_e += std::exp(h[std::size_t((n * 21 + c) * hw + p)] - m);
+      for (std::int64_t c = 0; c < 21; ++c)
+        want[std::size_t((n * 21 + c) * hw + p)] =
+            std::exp(h[std::size_t((n * 21 + c) * hw + p)] - m) / sum_e;
+    }
+  CHECK(nan_mismatches<float>(y, want, 2e-5) == 0);
 }
 
 TEST_CASE("kiln::fuse runs softmax and layer norm written with NumPy's functions", "[ops][gpu]") {

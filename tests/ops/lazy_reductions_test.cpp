@@ -272,6 +272,44 @@ TEST_CASE("reductions evaluated together compile as one multi-output reduction k
   CHECK_THROWS_AS(aot::multi_reduction(mixed), ValueError);
 }
 
+TEST_CASE("softmax's denominator runs in its max's pass as one multi-output reduction", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  // Softmax over axis 0: no row kernel (the rows are strided), so the reductions run as passes,
+  // and sum(exp(x - max(x))) is one pass over x beside the max.
+  const auto x = lazy(no_memory({4096, 64}, float32));
+  const lazy_expr m = max(x, 0, true);
+  const lazy_expr d = sum(exp(x - m), 0, true);
+  CHECK(std::string(d.node().code->name) == "kiln_sum_exp_max");
+  CHECK(d.node().child[0] == x.node_ptr());
+  CHECK(d.shape() == Shape{1, 64});
+  CHECK(d.dtype() == float32);
+  CHECK(std::string(sum(exp(x - m), 0, false).node().code->name) == "kiln_sum_exp_max");
+  const expr both[] = {m, d};
+  const ReductionKernel& k = aot::multi_reduction(both);
+  const auto specs =
+      k.specs({.dtypes = {float32, float32, float32}, .max_ndim = 2, .index64 = false});
+  for (std::size_t i : {std::size_t(0), specs.size() / 2, specs.size() - 1}) {
+    const auto req = k.compile_request(specs[i], 90);
+    INFO(req.source);
+    CHECK_NOTHROW(cache::compile_cached(req));
+  }
+  // A row kernel keeps the plain sum in the max's phase (its row form).
+  const lazy_expr rows = exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true);
+  const RowKernel* r = aot::row_kernel(rows);
+  REQUIRE(r);
+  CHECK(r->definition().nphases == 2);
+  // Otherwise the sum stays a sum: float16 (exp rounds to float16 before the sum adds in
+  // float32), a max over other axes or without keepdims, another input, a sum with a dtype.
+  const auto h = lazy(no_memory({4096, 64}, float16));
+  CHECK(std::string(sum(exp(h - max(h, 0, true)), 0, true).node().code->name) == "kiln_sum");
+  CHECK(std::string(sum(exp(x - max(x, 1, true)), 0, true).node().code->name) == "kiln_sum");
+  CHECK(std::string(sum(exp(x - max(x, 0, false)), 0, true).node().code->name) == "kiln_sum");
+  const auto y = lazy(no_memory({4096, 64}, float32));
+  CHECK(std::string(sum(exp(y - max(x, 0, true)), 0, true).node().code->name) == "kiln_sum");
+  CHECK(std::string(sum(exp(x - m), 0, true, {.dtype = float64}).node().code->name) == "kiln_sum");
+}
+
 TEST_CASE("lazy reductions check axes, dtypes and empty inputs when they are built", "[ops]") {
   const auto x = lazy(no_memory({0, 3}, float32));
   KILN_CHECK_THROWS(max(x, 0, true), ValueError,

@@ -45,6 +45,8 @@ constexpr Row kRows[] = {
     // Two outputs from one pass: the variance (or standard deviation) and the mean.
     {builtin::var_mean, {"kiln_var_mean", "T x, raw int64 ddof", "kiln_moments{kiln_cast<kiln_R>(x), kiln_R(0), kiln_R(0), kiln_cast<kiln_R>(x), 1}", "kiln_moments_merge(a, b)", "v = kiln_cast<U>(kiln_moments_var(a, ddof));\nm = kiln_cast<U>(kiln_moments_mean(a))", "kiln_moments{kiln_R(0), kiln_R(0), kiln_R(0), kiln_R(0), 0}", "kiln_moments", "", "U v, U m"}, "builtin_reductions"},
     {builtin::std_mean, {"kiln_std_mean", "T x, raw int64 ddof", "kiln_moments{kiln_cast<kiln_R>(x), kiln_R(0), kiln_R(0), kiln_cast<kiln_R>(x), 1}", "kiln_moments_merge(a, b)", "s = kiln_cast<U>(sqrt(double(kiln_moments_var(a, ddof))));\nm = kiln_cast<U>(kiln_moments_mean(a))", "kiln_moments{kiln_R(0), kiln_R(0), kiln_R(0), kiln_R(0), 0}", "kiln_moments", "", "U s, U m"}, "builtin_reductions"},
+    // sum(exp(x - max(x))): a running max and the sum scaled to it.
+    {builtin::sum_exp_max, {"kiln_sum_exp_max", "T x", "kiln_se_of<kiln_se>(kiln_cast<kiln_R>(x))", "kiln_se_merge(a, b)", "y = kiln_cast<U>(kiln_se_total(a))", "kiln_se{kiln_extreme<kiln_R, true>(), kiln_R(0)}", "kiln_se"}, "builtin_reductions"},
 };
 // clang-format on
 

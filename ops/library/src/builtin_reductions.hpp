@@ -36,6 +36,7 @@ enum class builtin : std::uint8_t {
   norm0,
   var_mean,
   std_mean,
+  sum_exp_max,  // sum(exp(x - max(x))) in one pass: the library's form of that sum for passes
   count_
 };
 
@@ -43,7 +44,8 @@ enum class builtin : std::uint8_t {
 const reduction_code& builtin_code(builtin b);
 /// The row named `name` (the function's name: "sum", "all_of" (or "all"), ..., and linalg::norm's
 /// "norm2", "norm1", "norm_inf", "norm_minus_inf", "norm0", and the two-output "var_mean" and
-/// "std_mean"); nullptr for another name.
+/// "std_mean", and "sum_exp_max": the sum of exp(x - max(x)) along the same axes); nullptr for
+/// another name.
 const reduction_code* builtin_code(std::string_view name);
 
 }  // namespace kiln::detail

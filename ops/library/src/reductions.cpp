@@ -48,6 +48,29 @@ struct Call {
   bool zero_d_axis = true;
 };
 
+// x where `e` is exp(x - max(x)), the max over `mask` with keepdims of the very same x, all in
+// float32 or float64 (the dtype the sum accumulates in, so one pass computes what the tree
+// does); nullptr otherwise. Softmax's and log-softmax's denominator: its sum then runs in the
+// max's pass (sum_exp_max) where the reductions run as passes.
+std::shared_ptr<const detail::expr_node> shifted_exp_input(const lazy_expr& e, std::uint64_t mask,
+                                                           dtype out) {
+  using detail::expr_node;
+  const expr_node* n = e.node_ptr().get();
+  if (out != float32 && out != float64) return nullptr;
+  auto is_op = [&](const expr_node* m, codegen::op_id op) {
+    return m && m->k == expr_node::kind::op && m->op == op && m->type == out && m->compute == out;
+  };
+  if (!is_op(n, codegen::op_id::exp) || !is_op(n->child[0].get(), codegen::op_id::subtract))
+    return nullptr;
+  const expr_node* d = n->child[0].get();
+  const expr_node* m = d->child[1].get();
+  if (!m || m->k != expr_node::kind::reduce ||
+      m->code != &detail::builtin_code(detail::builtin::max) || m->axes != mask || !m->keepdims ||
+      m->child[0] != d->child[0] || d->child[0]->type != out)
+    return nullptr;
+  return d->child[0];
+}
+
 // What a reduction of A gives: a lazy_expr of a lazy_expr (a node of its tree), an array of
 // the others.
 template <class A>
@@ -91,6 +114,13 @@ reduced_t<A> run(Call<A> c) {
         if (q.dtype() == c.out_type)
           return reduce_lazily(code, c.a, mask, c.keepdims, c.out_type, &ddof, &q);
       }
+      if (c.id == detail::builtin::sum && !c.args.dtype)
+        if (const auto x = shifted_exp_input(c.a, mask, c.out_type)) {
+          // Its row form is the sum itself: a row kernel sums the max's phase from registers.
+          const lazy_expr in_rows = reduce_lazily(code, c.a, mask, c.keepdims, c.out_type);
+          return reduce_lazily(detail::builtin_code(detail::builtin::sum_exp_max), lazy_expr(x),
+                               mask, c.keepdims, c.out_type, nullptr, &in_rows);
+        }
       return reduce_lazily(code, c.a, mask, c.keepdims, c.out_type, has_ddof ? &ddof : nullptr);
     }
   }
