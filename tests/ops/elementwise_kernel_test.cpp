@@ -322,7 +322,7 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
 namespace {
 // The layout plan of k(args...) on metadata-only arrays (the planner needs no device).
 codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::initializer_list<ndarray> arrays,
-                                 launch_options options = {}) {
+                                 launch_options options = {}, std::uint64_t* scattered = nullptr) {
   std::vector<kernel_arg> args(arrays.begin(), arrays.end());
   args.emplace_back(options);
   detail::KernelCall c(k.definition());
@@ -333,7 +333,13 @@ codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::initializer_li
   detail::check_outputs(c, true, c.shape, "the arguments broadcast to");
   detail::ElementwisePlan plan;
   detail::plan_elementwise(c, k.definition(), true, plan);
+  if (scattered) *scattered = plan.scattered;
   return plan.spec;
+}
+std::uint64_t scattered_of(const ElementwiseKernel& k, std::initializer_list<ndarray> arrays) {
+  std::uint64_t mask = 0;
+  plan_of(k, arrays, {}, &mask);
+  return mask;
 }
 using test::untouched;
 }  // namespace
@@ -410,6 +416,30 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
                 cc = untouched({64, 64}, complex128), cz = untouched({64, 64}, complex128);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc, cz}).layout == Layout::tiled);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc.T(), cz}).layout == Layout::strided);
+}
+
+TEST_CASE("inputs permuted against both axes of a tile are copied to C order first", "[ops]") {
+  ElementwiseKernel sub("T x, T y", "T z", "z = x - y", "plan_sub_scattered");
+  // (288, 320, 39, 19): x runs fastest along axis 2, y along axis 0, z along the last. The tile
+  // pairs x's axis with the last; y would be read a sector per element.
+  const ndarray x = untouched({19, 320, 288, 39}).transpose(Shape{2, 1, 3, 0});
+  const ndarray y = untouched({19, 39, 320, 288}).transpose(Shape{3, 2, 1, 0});
+  const ndarray z = untouched({288, 320, 39, 19});
+  REQUIRE(x.shape() == z.shape());
+  REQUIRE(y.shape() == z.shape());
+  CHECK(scattered_of(sub, {x, y, z}) == 0b10);
+  CHECK(scattered_of(sub, {y, x, z}) == 0b10);  // the tile follows the first permuted input
+  // Permuted like the tile's operand (staged with it), contiguous, or broadcast: read in place.
+  CHECK(scattered_of(sub, {x, x, z}) == 0);
+  CHECK(scattered_of(sub, {x, z, z}) == 0);
+  CHECK(scattered_of(sub, {x, untouched({288, 1, 1, 1}), z}) == 0);
+  // Under 4 MiB a second launch costs more than it saves.
+  const ndarray xs = untouched({19, 20, 28, 39}).transpose(Shape{2, 1, 3, 0});
+  const ndarray ys = untouched({19, 39, 20, 28}).transpose(Shape{3, 2, 1, 0});
+  CHECK(scattered_of(sub, {xs, ys, untouched({28, 20, 39, 19})}) == 0);
+  // Outputs are written in place, whatever their layout.
+  ElementwiseKernel two("T x", "T y, T w", "y = x; w = x", "plan_two_outputs");
+  CHECK(scattered_of(two, {x, z, y}) == 0);
 }
 
 TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtypes", "[ops]") {

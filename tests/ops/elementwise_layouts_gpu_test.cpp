@@ -245,6 +245,11 @@ void check_families() {
     // a batch axis too.
     const auto w = Base<T>::random({3, 97, 35}), z = Base<T>::random({3, 35, 97});
     check_sub<T>("35 x 97 transposed", w, w.dev.transpose({0, 2, 1}), z, z.dev, {3, 35, 97}, whole);
+    // Two inputs permuted differently, each contiguous along an axis of its own, past 4 MiB:
+    // the tile follows the first, the second is copied to C order first.
+    const auto p = Base<T>::random({70, 40, 24, 64}), q = Base<T>::random({70, 64, 40, 24});
+    check_sub<T>("permuted differently", p, p.dev.transpose({2, 1, 3, 0}), q,
+                 q.dev.transpose({3, 2, 1, 0}), {24, 40, 64, 70}, whole);
     // Both inputs transposed with the output: the loop follows the output.
     const auto u = Base<T>::random({90, 45}), v = Base<T>::random({90, 45});
     check_sub<T>("all transposed", u, u.dev.T(), v, v.dev.T(), {90, 45},

@@ -121,6 +121,9 @@ void prepare_outputs(KernelCall& c, kernel_result& result, bool given, const Sha
 /// at the copy.
 using CopyArray = void (*)(const ndarray& from, ndarray& to, const launch_options& options);
 void copy_overlapping_inputs(KernelCall& c, std::vector<ndarray>& copies, CopyArray copy);
+/// Inputs in `mask` (bit k: parameter k) copied to C-contiguous arrays the same way: a kind's
+/// plan found a layout it would read a sector per element (Plan::scattered).
+void copy_inputs(KernelCall& c, std::uint64_t mask, std::vector<ndarray>& copies, CopyArray copy);
 /// ValueError when `threads` is more than the loaded kernel allows on this device.
 void check_block(const KernelCall& c, unsigned threads, const cache::LoadedKernel& k);
 /// The stream outputs, copies and workspaces are allocated on (kept alive by their buffers).
@@ -168,6 +171,13 @@ kernel_result run_call(Kind kind, std::span<const kernel_arg> all_args) {
     copy_overlapping_inputs(c, copies, Kind::copy_array);
     typename Kind::Plan plan;
     kind.plan(c, plan);
+    if constexpr (requires { plan.scattered; })
+      if (plan.scattered) [[unlikely]] {  // read whole from a copy in C order: planned again
+        copy_inputs(c, plan.scattered, copies, Kind::copy_array);
+        std::destroy_at(&plan);  // plans are not assignable (fixed-capacity vectors)
+        std::construct_at(&plan);
+        kind.plan(c, plan);
+      }
     const auto& loaded =
         cache::loaded_kernel(cache::kernel_key(c.def.hash, plan.spec, c.device), c.device,
                              [&](int arch) { return kind.compile_request(plan.spec, arch); });

@@ -32,6 +32,9 @@ struct ElementwisePlan {
   int noperands = 0;
   codegen::TileShape tile;  // tiled: the tile for this loop
   std::int64_t tiles = 0;   // tiled: how many
+  // Inputs (bit k: parameter k) the tiled loop would read a sector per element: the call
+  // copies them to C order and plans again.
+  std::uint64_t scattered = 0;
 };
 
 /// Plans the layout of call `c` of a kernel defined by `def` (dims merged and reordered when
