@@ -4,7 +4,8 @@
 //   contiguous  every operand C-contiguous over the loop (after collapsing): vectors of 16 bytes
 //   tiled       some operand's fastest axis is not the loop's last (a transposed or permuted
 //               view): tiles of (its fastest axis, the last axis) over any batch axes, staged
-//               through shared memory where an access would cross lines
+//               through shared memory where an access would cross lines; an input
+//               contiguous along a third axis is copied to C order first (Plan::scattered)
 //   strided     everything else (broadcasts, slices, negative steps, size-1 axes): items of
 //               consecutive elements, by vectors where strides and alignment allow
 //   gathered    a strided loop of 1- to 4-byte dtypes that takes no vectors, outputs contiguous:
