@@ -124,11 +124,12 @@ __device__ __forceinline__ auto kiln_moments_var(const kiln_S& kiln_a, long long
 }
 // Softmax's denominator sum(exp(x - max(x))) in one pass (sum_exp_max: the library's form of
 // that sum for its passes; row kernels keep the sum of the max's phase): a running max m and
-// the sum s of exp(x - m) scaled to it, merged as s_a * exp(m_a - m) + s_b * exp(m_b - m).
-// The identity (m the lowest value, s 0) and a -inf element (exp(-inf - m) adds 0) leave the
-// other side as it is; NumPy's NaN where the max is inf or NaN comes through s (exp(inf - inf)
-// or NaN) and where every element is -inf (exp(-inf - -inf)) through the total. Templates over
-// the state, as the moments'; integers subtract in double.
+// the sum s of exp(x - m) scaled to it. A merge scales the smaller side's sum by exp(its max -
+// the larger): one exp, never past 1. The identity (m the lowest value, s 0) and a -inf
+// element (exp(-inf - m) adds 0) leave the other side as it is. NaN sticks in s: an element's
+// s is (x - x) + 1, NaN for inf and NaN (NumPy's exp(inf - inf), exp(NaN - m)); where every
+// element is -inf the total is NaN too (exp(-inf - -inf)). Templates over the state, as the
+// moments'; integers subtract in double.
 struct kiln_se {
   kiln_R m, s;
 };
@@ -136,26 +137,25 @@ template <class kiln_F>
 __device__ __forceinline__ constexpr bool kiln_se_float() {
   return kiln_same<kiln_F, float>::value || kiln_same<kiln_F, double>::value;
 }
-template <class kiln_F>
-__device__ __forceinline__ kiln_F kiln_se_exp(kiln_F kiln_a, kiln_F kiln_b) {  // exp(a - b)
-  if constexpr (kiln_se_float<kiln_F>())
-    return exp(kiln_a - kiln_b);
-  else
-    return kiln_F(exp(double(kiln_a) - double(kiln_b)));
-}
 template <class kiln_S, class kiln_F>
 __device__ __forceinline__ kiln_S kiln_se_of(kiln_F kiln_v) {
   const bool kiln_none = kiln_se_float<kiln_F>() && kiln_v == kiln_extreme<kiln_F, true>();
-  return kiln_S{kiln_v, kiln_none ? kiln_F(0) : kiln_se_exp(kiln_v, kiln_v)};
+  return kiln_S{kiln_v, kiln_none ? kiln_F(0) : kiln_F((kiln_v - kiln_v) + kiln_F(1))};
 }
 template <class kiln_S>
 __device__ __forceinline__ kiln_S kiln_se_merge(const kiln_S& kiln_a, const kiln_S& kiln_b) {
   typedef decltype(kiln_a.m) kiln_F;
   if (kiln_a.s == kiln_F(0)) return kiln_b;
   if (kiln_b.s == kiln_F(0)) return kiln_a;
-  const kiln_F kiln_m = (kiln_rnan(kiln_a.m) || kiln_a.m > kiln_b.m) ? kiln_a.m : kiln_b.m;
-  return kiln_S{kiln_m, kiln_a.s * kiln_se_exp(kiln_a.m, kiln_m) +
-                            kiln_b.s * kiln_se_exp(kiln_b.m, kiln_m)};
+  const bool kiln_up = kiln_b.m > kiln_a.m;
+  const kiln_F kiln_hi = kiln_up ? kiln_b.m : kiln_a.m, kiln_lo = kiln_up ? kiln_a.m : kiln_b.m;
+  const kiln_F kiln_shi = kiln_up ? kiln_b.s : kiln_a.s, kiln_slo = kiln_up ? kiln_a.s : kiln_b.s;
+  kiln_F kiln_scale;
+  if constexpr (kiln_se_float<kiln_F>())
+    kiln_scale = exp(kiln_lo - kiln_hi);
+  else
+    kiln_scale = kiln_F(exp(double(kiln_lo) - double(kiln_hi)));
+  return kiln_S{kiln_hi, kiln_shi + kiln_slo * kiln_scale};
 }
 template <class kiln_S>
 __device__ __forceinline__ auto kiln_se_total(const kiln_S& kiln_a) {
