@@ -135,6 +135,24 @@ TEST_CASE("rows too long for a block's registers match the host", "[ops][gpu]") 
     CHECK(mismatches(ln, host_layer_norm(h, shape[0], shape[1], hg, hb, 1e-5), 2e-3, 1e-4) == 0);
   }
   {
+    // Three leaves the phases read (x, a per-row scale, a per-column bias), rows of 16384:
+    // past the registers 512 lanes hold of three leaves, so held, each leaf a region of its own
+    // in shared memory; the per-row scale (no step along the row) is filled through registers.
+    const Shape shape{300, 16384};
+    std::vector<float> h, hc, hb;
+    const ndarray a = random_f32(shape, h);
+    const ndarray c = random_f32({shape[0], 1}, hc, 0.5, 2), b = random_f32({shape[1]}, hb);
+    const auto x = lazy(a) * lazy(c) + lazy(b);
+    ndarray y = poisoned(shape, float32);
+    eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
+    std::vector<float> hz(h.size());
+    for (std::int64_t r = 0; r < shape[0]; ++r)
+      for (std::int64_t k = 0; k < shape[1]; ++k)
+        hz[std::size_t(r * shape[1] + k)] =
+            h[std::size_t(r * shape[1] + k)] * hc[std::size_t(r)] + hb[std::size_t(k)];
+    CHECK(mismatches(y, host_softmax(hz, shape[0], shape[1], false), 1e-9, 1e-5) == 0);
+  }
+  {
     // float64 rows of 12000 (past 512 lanes of 8 pairs), and layer norm in place: each row is
     // read into registers and shared memory before it is written.
     const Shape shape{300, 12000};

@@ -213,6 +213,19 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
   CHECK(p.lanes == 512);
   CHECK(p.spec.vector_width == 4);
   CHECK(p.grid == 2097);
+  // Three leaves the phases read (12 bytes an element), rows of 16384: 4 vectors a thread in
+  // registers (48 registers), the other 4 of each leaf in shared memory, 96 KiB a block.
+  {
+    const std::vector<ndarray> three{no_memory({300, 16384}, float32), no_memory({300, 1}, float32),
+                                     no_memory({16384}, float32), no_memory({300, 16384}, float32)};
+    std::vector<const ndarray*> ptrs;
+    std::vector<dtype> types;
+    for (const auto& a : three) ptrs.push_back(&a), types.push_back(a.dtype());
+    REQUIRE(detail::plan_rows({300, 16384}, 0b10, ptrs, types, 3, 12, kH200, p));
+    CHECK(p.spec.shared == 1);
+    CHECK(p.spec.items == 4);
+    CHECK(p.shared_bytes == 4 * 512 * 16 * 3);
+  }
   // Shorter rows keep to registers and take no shared memory.
   REQUIRE(plan({2097, 16384}, 0b10,
                {no_memory({2097, 16384}, float32), no_memory({2097, 16384}, float32)}, 1, p));
