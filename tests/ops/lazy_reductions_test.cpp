@@ -226,6 +226,12 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
     CHECK(p.spec.items == 4);
     CHECK(p.shared_bytes == 4 * 512 * 16 * 3);
   }
+  // Rows of 36000: past half an SM's shared memory (14 vectors a thread, 112 KiB), streamed
+  // where L2 holds the rows two blocks per SM work on (38 MB of 50 MiB's three quarters).
+  REQUIRE(plan({600, 36000}, 0b10,
+               {no_memory({600, 36000}, float32), no_memory({600, 36000}, float32)}, 1, p));
+  CHECK(p.spec.items == 0);
+  CHECK(p.spec.shared == 0);
   // Shorter rows keep to registers and take no shared memory.
   REQUIRE(plan({2097, 16384}, 0b10,
                {no_memory({2097, 16384}, float32), no_memory({2097, 16384}, float32)}, 1, p));
