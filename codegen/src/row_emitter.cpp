@@ -118,13 +118,13 @@ struct Emit {
   }
 
   void signature() {
+    // The loader gives kernels with this global the shared memory their launches ask for.
+    if (s.shared) w.line("extern \"C\" __device__ int kiln_dynamic_shared_memory = 1;");
     // A wide block holds 512 threads of rows of 4096+ elements: alone on its SM, a row's
     // phases (reductions, barriers) leave memory idle; two blocks overlap them. Measured on an
     // H200, softmax of (4096, 16384) float32: 0.62 -> 0.89 of the copy rate (64 registers, a
     // few bytes of spills, against 71). Narrower blocks keep the one bound: asking them for more
     // blocks spilled layer norm's registers and ran slower (0.88 -> 0.82).
-    // The loader gives kernels with this global the shared memory their launches ask for.
-    if (s.shared) w.line("extern \"C\" __device__ int kiln_dynamic_shared_memory = 1;");
     if (s.wide)
       w.line("extern \"C\" __global__ void __launch_bounds__({}, 2) {}(", kMaxRowLanes, def.name);
     else
