@@ -974,40 +974,32 @@ void case_issue16_fused() {
 // the host cost of cache-hit fused calls against a bare launch.
 void case_issue16_host() {
   {
-    ndarray x(Shape{8, 64}, float32);
-    fill_random(x, -1, 1, 41);
-    const auto lx = kiln::lazy(x) * 1.5f;
-    auto t0 = clock_type::now();
-    ndarray y = kiln::exp(lx - kiln::max(lx, -1, true)) /
-                kiln::sum(kiln::exp(lx - kiln::max(lx, -1, true)), -1, true);
-    current_stream().synchronize();
-    add_case("row_kernel_cold_compile_ms", "ms", seconds_since(t0) * 1e3).add("target", 150.0);
+    // Milliseconds of a first softmax of (x * 1.5) along `axis`: its kernels' cold compiles.
+    auto cold_softmax_ms = [](const Shape& shape, int axis, std::uint64_t seed) {
+      ndarray x(shape, float32);
+      fill_random(x, -1, 1, seed);
+      const auto lx = kiln::lazy(x) * 1.5f;
+      const auto t0 = clock_type::now();
+      ndarray y = kiln::exp(lx - kiln::max(lx, axis, true)) /
+                  kiln::sum(kiln::exp(lx - kiln::max(lx, axis, true)), axis, true);
+      current_stream().synchronize();
+      return seconds_since(t0) * 1e3;
+    };
+    add_case("row_kernel_cold_compile_ms", "ms", cold_softmax_ms({8, 64}, -1, 41))
+        .add("target", 150.0);
     ndarray xd(Shape{8, 64}, float64);
     fill_random(xd, -1, 1, 42);
-    t0 = clock_type::now();
+    const auto t0 = clock_type::now();
     auto r = var_mean(xd, 1);
     current_stream().synchronize();
     add_case("var_mean_cold_compile_ms", "ms", seconds_since(t0) * 1e3).add("target", 150.0);
     // Rows held partly in shared memory (a vocabulary of 32000, rows for two blocks per SM).
     const int sms = device_properties(current_device()).multiprocessor_count;
-    ndarray xv(Shape{2 * sms, 32000}, float32);
-    fill_random(xv, -1, 1, 44);
-    const auto lv = kiln::lazy(xv) * 1.5f;
-    t0 = clock_type::now();
-    ndarray yv = kiln::exp(lv - kiln::max(lv, -1, true)) /
-                 kiln::sum(kiln::exp(lv - kiln::max(lv, -1, true)), -1, true);
-    current_stream().synchronize();
-    add_case("row_kernel_held_cold_compile_ms", "ms", seconds_since(t0) * 1e3).add("target", 150.0);
+    add_case("row_kernel_held_cold_compile_ms", "ms", cold_softmax_ms({2 * sms, 32000}, -1, 44))
+        .add("target", 150.0);
     // Softmax over axis 0 (passes): the max and the denominator's one reduction kernel, then
     // the outputs' elementwise kernel.
-    ndarray xc(Shape{64, 48}, float32);
-    fill_random(xc, -1, 1, 45);
-    const auto lc = kiln::lazy(xc) * 1.5f;
-    t0 = clock_type::now();
-    ndarray yc = kiln::exp(lc - kiln::max(lc, 0, true)) /
-                 kiln::sum(kiln::exp(lc - kiln::max(lc, 0, true)), 0, true);
-    current_stream().synchronize();
-    add_case("softmax_axis0_cold_compile_ms", "ms", seconds_since(t0) * 1e3)
+    add_case("softmax_axis0_cold_compile_ms", "ms", cold_softmax_ms({64, 48}, 0, 45))
         .add("kernels", 2.0)
         .add("target", 150.0);
   }

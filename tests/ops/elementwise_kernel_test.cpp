@@ -433,6 +433,13 @@ TEST_CASE("inputs permuted against both axes of a tile are copied to C order fir
   CHECK(scattered_of(sub, {x, x, z}) == 0);
   CHECK(scattered_of(sub, {x, z, z}) == 0);
   CHECK(scattered_of(sub, {x, untouched({288, 1, 1, 1}), z}) == 0);
+  // Broadcast along the last axis (one element a tile row), however it runs elsewhere.
+  const ndarray yb =
+      untouched({19, 39, 320, 288}).transpose(Shape{3, 2, 1, 0})(all, all, all, slice(0, 1));
+  CHECK(scattered_of(sub, {x, yb, z}) == 0);
+  // Into an output not in C order, a copy in C order would not run along the loop.
+  const ndarray zt = untouched({19, 39, 320, 288}).transpose(Shape{3, 2, 1, 0});
+  CHECK(scattered_of(sub, {x, y, zt}) == 0);
   // Under 4 MiB a second launch costs more than it saves.
   const ndarray xs = untouched({19, 20, 28, 39}).transpose(Shape{2, 1, 3, 0});
   const ndarray ys = untouched({19, 39, 20, 28}).transpose(Shape{3, 2, 1, 0});

@@ -214,37 +214,32 @@ bool overlaps(const ndarray& in, const ndarray& out, const Shape& loop) {
 
 }  // namespace
 
-namespace {
-
-// Input k copied to a C-contiguous array in `copies` (at most one per input: no reallocation
-// moves the copies c.arrays points at).
-void copy_input(KernelCall& c, int k, std::vector<ndarray>& copies, CopyArray copy) {
-  const ndarray* in = c.arrays[k];
-  copies.reserve(std::size_t(c.def.nin));
-  auto buffer = std::make_shared<Buffer>(in->nbytes(), c.device, allocation_stream(c));
-  copies.emplace_back(std::move(buffer), in->shape(),
-                      c_strides(in->shape(), std::int64_t(in->itemsize())), 0, in->dtype());
-  copy(*in, copies.back(), launch_options{.stream = c.options.stream});
-  c.arrays[k] = &copies.back();
-}
-
-}  // namespace
-
-void copy_overlapping_inputs(KernelCall& c, std::vector<ndarray>& copies, CopyArray copy) {
+std::uint64_t overlapping_inputs(const KernelCall& c) {
+  std::uint64_t mask = 0;
   for (int k = 0; k < c.def.nin; ++k) {
     const ndarray* in = c.arrays[k];
     if (!in || c.is_raw(k) || in->size() == 0) continue;
-    for (int o = c.def.nin; o < c.nparams; ++o) {
-      if (c.is_raw(o) || !overlaps(*in, *c.arrays[o], c.shape)) continue;
-      copy_input(c, k, copies, copy);
-      break;
-    }
+    for (int o = c.def.nin; o < c.nparams; ++o)
+      if (!c.is_raw(o) && overlaps(*in, *c.arrays[o], c.shape)) {
+        mask |= std::uint64_t(1) << k;
+        break;
+      }
   }
+  return mask;
 }
 
 void copy_inputs(KernelCall& c, std::uint64_t mask, std::vector<ndarray>& copies, CopyArray copy) {
-  for (int k = 0; k < c.def.nin; ++k)
-    if ((mask >> k & 1) && c.arrays[k] && !c.is_raw(k)) copy_input(c, k, copies, copy);
+  if (mask == 0) return;
+  copies.reserve(std::size_t(c.def.nin));  // c.arrays keeps pointers into it: one copy an input
+  for (int k = 0; k < c.def.nin; ++k) {
+    if (!(mask >> k & 1)) continue;
+    const ndarray* in = c.arrays[k];
+    auto buffer = std::make_shared<Buffer>(in->nbytes(), c.device, allocation_stream(c));
+    copies.emplace_back(std::move(buffer), in->shape(),
+                        c_strides(in->shape(), std::int64_t(in->itemsize())), 0, in->dtype());
+    copy(*in, copies.back(), launch_options{.stream = c.options.stream});
+    c.arrays[k] = &copies.back();
+  }
 }
 
 void record_launch(const KernelCall& c, void* const* argv, std::size_t argc) {

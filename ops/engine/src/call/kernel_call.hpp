@@ -115,14 +115,14 @@ void choose_device(KernelCall& c);
 /// The passed outputs, or new C-contiguous ones allocated on the launch stream: appended to
 /// `result`, and c.arrays points at them.
 void prepare_outputs(KernelCall& c, kernel_result& result, bool given, const Shape& shape);
-/// An input that shares memory with an output, other than as the very same elements (in
-/// place), would be read after other threads wrote it: it is copied first (CuPy does too),
-/// into `copies`, with `copy` (the kind's: a kernel copying any layout), and c.arrays points
-/// at the copy.
+/// Inputs (bit k: parameter k) that share memory with an output, other than as the very same
+/// elements (in place): they would be read after other threads wrote them, so they are copied
+/// first (CuPy does too).
+std::uint64_t overlapping_inputs(const KernelCall& c);
+/// Inputs in `mask` (loop arrays, bit k: parameter k; overlapping ones, or ones a kind's plan
+/// would read a sector per element: Plan::scattered) copied to C-contiguous arrays in
+/// `copies`, with `copy` (the kind's: a kernel copying any layout); c.arrays points at them.
 using CopyArray = void (*)(const ndarray& from, ndarray& to, const launch_options& options);
-void copy_overlapping_inputs(KernelCall& c, std::vector<ndarray>& copies, CopyArray copy);
-/// Inputs in `mask` (bit k: parameter k) copied to C-contiguous arrays the same way: a kind's
-/// plan found a layout it would read a sector per element (Plan::scattered).
 void copy_inputs(KernelCall& c, std::uint64_t mask, std::vector<ndarray>& copies, CopyArray copy);
 /// ValueError when `threads` is more than the loaded kernel allows on this device.
 void check_block(const KernelCall& c, unsigned threads, const cache::LoadedKernel& k);
@@ -168,12 +168,13 @@ kernel_result run_call(Kind kind, std::span<const kernel_arg> all_args) {
   prepare_outputs(c, result, given, out_shape);
   if (kind.has_work(c, out_shape)) {
     std::vector<ndarray> copies;
-    copy_overlapping_inputs(c, copies, Kind::copy_array);
+    const std::uint64_t overlapping = overlapping_inputs(c);
+    copy_inputs(c, overlapping, copies, Kind::copy_array);
     typename Kind::Plan plan;
     kind.plan(c, plan);
     if constexpr (requires { plan.scattered; })
       if (plan.scattered) [[unlikely]] {  // read whole from a copy in C order: planned again
-        copy_inputs(c, plan.scattered, copies, Kind::copy_array);
+        copy_inputs(c, plan.scattered & ~overlapping, copies, Kind::copy_array);  // once each
         std::destroy_at(&plan);  // plans are not assignable (fixed-capacity vectors)
         std::construct_at(&plan);
         kind.plan(c, plan);

@@ -141,16 +141,23 @@ bool plan_transposed(const KernelCall& c, const Operands& ops, ElementwisePlan& 
   return false;
 }
 
-// Array inputs a tiled loop would read a sector per element: contiguous along a third axis,
-// neither of the tile's two (permuted differently from the operand the tile follows), at
-// least 8 elements long there, 4 MiB or more (below that a second launch costs more than it
-// saves). Copied to C order first (a tiled copy along that axis), the loop reads them whole.
-// Measured on an H100 (bench/layout_sweep), (288, 320, 39, 19) float32 with its two inputs
-// permuted differently: 0.25 of the copy rate read in place, 0.34 copied first.
+// Array inputs a tiled loop would read a sector per element: varying along the last axis (a
+// broadcast there is one element a tile row) and contiguous along a third axis, neither of the
+// tile's two (permuted differently from the operand the tile follows), at least 8 elements
+// long there, 4 MiB or more (below that a second launch costs more than it saves). Only where
+// the first output is C-contiguous, so the loop runs in C order: copied to C order first (a
+// tiled copy along that axis), such an input then runs along the last axis, and the loop reads
+// it whole. Measured on an H100 (bench/layout_sweep), (288, 320, 39, 19) float32 with its two
+// inputs permuted differently: 0.25 of the copy rate read in place, 0.34 copied first.
 std::uint64_t scattered_inputs(const KernelCall& c, const Operands& ops,
                                const ElementwisePlan& plan) {
   constexpr std::size_t kMinBytes = std::size_t(4) << 20;
   const int nd = plan.shape.size();
+  for (int k = c.def.nin; k < c.nparams; ++k)
+    if (c.arrays[k] && !c.is_raw(k)) {
+      if (!c.arrays[k]->is_c_contiguous()) return 0;
+      break;
+    }
   std::uint64_t mask = 0;
   for (int j = 0; j < plan.noperands; ++j) {
     const int k = ops[std::size_t(j)];
@@ -158,6 +165,7 @@ std::uint64_t scattered_inputs(const KernelCall& c, const Operands& ops,
     const ndarray& a = *c.arrays[k];
     if (a.nbytes() < kMinBytes) continue;
     const Shape& st = plan.strides[std::size_t(j)];
+    if (st[nd - 1] == 0) continue;
     int f = -1;
     for (int d = 0; d < nd; ++d)
       if (st[d] != 0 && (f < 0 || std::abs(st[d]) < std::abs(st[f]))) f = d;
