@@ -10,6 +10,7 @@
 #include "call/kernel_call.hpp"
 #include "elementwise/elementwise_plan.hpp"
 #include "kiln/cache/compile_cache.hpp"
+#include "kiln/codegen/launch_config.hpp"
 #include "kiln/engine/elementwise_builtins.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/memory.hpp"
@@ -226,9 +227,9 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), gathered
   // ndim 1..3 (by 4; from ndim 2 also with rows of whole vectors of 4, read whole by no input,
   // x, y or both, and of pairs, read whole by x, y or both), and tiled ndim 2..3 with nothing
-  // (row tiles), x, y or both transposed, each by one element and by pairs, each with 32- and
-  // 64-bit indices.
-  CHECK(specs.size() == 2 * (3 + 3 + (1 + 2 * (1 + 4 + 3)) + 2 * 4 * 2));
+  // (row tiles: by one element and by pairs along the cols), x, y or both transposed (units of
+  // cols and rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2), each with 32- and 64-bit indices.
+  CHECK(specs.size() == 2 * (3 + 3 + (1 + 2 * (1 + 4 + 3)) + 2 * (2 + 3 * 4)));
   int gathered = 0, gathered_pairs = 0, read_whole = 0;
   for (const auto& s : specs)
     if (s.layout == codegen::Layout::gathered) {
@@ -260,9 +261,9 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   CHECK(contiguous4 == 2);
   CHECK(strided3_64 == 1);
   CHECK(strided2_w1 == 2);
-  CHECK(tiled_x == 2 * 2);
-  CHECK(tiled_both == 2 * 2);
-  CHECK(tiled3 == 2 * 4 * 2);
+  CHECK(tiled_x == 2 * 4);
+  CHECK(tiled_both == 2 * 4);
+  CHECK(tiled3 == 2 * (2 + 3 * 4));
   CHECK(rows2 == 2 * 2);
   int pairs = 0;
   for (const auto& s : specs)
@@ -270,25 +271,37 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
       ++pairs;
       bool any_staged = false;
       for (int k = 0; k < 3; ++k) any_staged |= s.staged(k);
-      CHECK(s.unit_rows() == (any_staged ? 2 : 1));  // both sides by pairs, or neither
+      if (!any_staged) CHECK(s.unit_rows() == 1);  // rows take units only where staged
     }
-  CHECK(pairs == 2 * 2 * 4);
-  // float16 and int8 take every unit up to 8 elements per access: 1, 2, 4 and 8.
+  CHECK(pairs == 2 * 2 * (1 + 3 * 2));
+  // float16 and int8 take every unit up to 8 elements per access, 1, 2, 4 and 8: each side
+  // alone (the other by ones) or both sides alike.
   const ElementwiseKernel gk("T x, T y", "T z", "z = x + y", "aot_units");
   auto tiled_units = [&](dtype t) {
-    std::map<int, int> n;  // unit -> tiled specs
+    std::map<std::pair<int, int>, int> n;  // (cols unit, rows unit) -> staged tiled specs
     for (const auto& s : gk.specs({.dtypes = {t, t}, .max_ndim = 2, .index64 = false}))
       if (s.layout == codegen::Layout::tiled) {
-        ++n[s.unit_cols()];
         bool any_staged = false;
         for (int j = 0; j < 3; ++j) any_staged |= s.staged(j);
-        CHECK(s.unit_rows() == (any_staged ? s.unit_cols() : 1));
+        if (any_staged)
+          ++n[{s.unit_cols(), s.unit_rows()}];
+        else
+          CHECK(s.unit_rows() == 1);
+        const auto paired = codegen::tiled_units(s.unit_cols(), s.unit_rows());
+        CHECK((paired.cols == s.unit_cols() && paired.rows == s.unit_rows()));
       }
     return n;
   };
-  CHECK(tiled_units(float32) == std::map<int, int>{{1, 4}, {2, 4}});
-  CHECK(tiled_units(float16) == std::map<int, int>{{1, 4}, {2, 4}, {4, 4}, {8, 4}});
-  CHECK(tiled_units(int8) == std::map<int, int>{{1, 4}, {2, 4}, {4, 4}, {8, 4}});
+  using Units = std::map<std::pair<int, int>, int>;
+  CHECK(tiled_units(float32) == Units{{{1, 1}, 3}, {{1, 2}, 3}, {{2, 1}, 3}, {{2, 2}, 3}});
+  const Units eights{{{1, 1}, 3}, {{1, 2}, 3}, {{1, 4}, 3}, {{1, 8}, 3}, {{2, 1}, 3},
+                     {{2, 2}, 3}, {{4, 1}, 3}, {{4, 4}, 3}, {{8, 1}, 3}, {{8, 8}, 3}};
+  CHECK(tiled_units(float16) == eights);
+  CHECK(tiled_units(int8) == eights);
+  // The pairing itself: each side its own where the other moves one element, else the smaller.
+  CHECK((codegen::tiled_units(8, 1).cols == 8 && codegen::tiled_units(8, 1).rows == 1));
+  CHECK((codegen::tiled_units(1, 4).cols == 1 && codegen::tiled_units(1, 4).rows == 4));
+  CHECK((codegen::tiled_units(8, 2).cols == 2 && codegen::tiled_units(8, 2).rows == 2));
   // float64 moves 8 bytes per access already: no pairs, no gathered loops.
   const ElementwiseKernel k64("float64 x, float64 y", "float64 z", "z = x + y", "aot64");
   for (const auto& s : k64.specs({.dtypes = {float64, float64}, .max_ndim = 2}))
@@ -365,10 +378,15 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   const ndarray a = untouched({17, 8193}), b = untouched({8193, 17}), c = untouched({8193, 17});
   CHECK(plan_of(add, {a.T(), b, c}).layout == Layout::tiled);
   // float32 moves pairs where both tiled axes hold whole pairs (8192 x 8192); 17 columns do
-  // not, so neither side does.
+  // not, and the staged rows (8193) do not either; 18 columns of a transposed (8193, 18) hold
+  // pairs while its 8193 rows do not: pairs along the cols only.
   CHECK((xt.unit_cols() == 2 && xt.unit_rows() == 2));
   CHECK((plan_of(add, {a.T(), b, c}).unit_cols() == 1 &&
          plan_of(add, {a.T(), b, c}).unit_rows() == 1));
+  const ndarray a18 = untouched({18, 8193}), b18 = untouched({8193, 18});
+  const auto odd_rows = plan_of(add, {a18.T(), b18, untouched({8193, 18})});
+  CHECK((odd_rows.layout == Layout::tiled && odd_rows.unit_cols() == 2 &&
+         odd_rows.unit_rows() == 1));
   // 1- and 2-byte dtypes move 8 elements per access where both axes hold whole units, and
   // the largest unit that fits where they do not.
   const ndarray h = untouched({8192, 8192}, float16), h2 = untouched({8192, 8192}, float16);
@@ -381,11 +399,17 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   auto hp =
       plan_of(add, {h6.T(), untouched({4098, 1000}, float16), untouched({4098, 1000}, float16)});
   CHECK((hp.layout == Layout::tiled && hp.unit_cols() == 2 && hp.unit_rows() == 2));
-  // A view one element in is aligned for no unit: one element per access.
+  // A view one element in is aligned for no unit: it moves one element per access while the
+  // aligned operands on the other side keep theirs; odd cols (16677) cost the cols their units,
+  // not the staged rows.
   const ndarray hw = untouched({8192, 8193}, float16);
   auto hs =
       plan_of(add, {hw(all, slice(1, std::nullopt)).T(), h2, untouched({8192, 8192}, float16)});
-  CHECK((hs.layout == Layout::tiled && hs.unit_cols() == 1 && hs.unit_rows() == 1));
+  CHECK((hs.layout == Layout::tiled && hs.unit_cols() == 8 && hs.unit_rows() == 1));
+  const ndarray ho = untouched({16677, 4024}, float16);
+  auto hodd = plan_of(add, {ho.T(), untouched({4024, 16677}, float16),
+                            untouched({4024, 16677}, float16)});
+  CHECK((hodd.layout == Layout::tiled && hodd.unit_cols() == 1 && hodd.unit_rows() == 8));
   const ndarray r = untouched({1, 1000}), s = untouched({1000, 1}), t = untouched({1000, 1});
   CHECK(plan_of(add, {r.T(), s, t}).layout == Layout::contiguous);
   // Broadcast row and column vectors beside a full operand read directly: no transposed

@@ -41,6 +41,14 @@ int tiled_shared_elements(const ElementwiseSpec& spec);
 /// 2-byte dtypes (int8 8 bytes, float16 16 bytes), pairs for 4-byte ones (16 bytes measured no
 /// faster than 8), 1 for wider dtypes (8 bytes and more already).
 int max_tiled_unit(const ElementwiseSpec& spec);
+/// The units a tiled loop takes, given the largest each side could take (cols: direct operands;
+/// rows: staged ones, 1 when nothing is staged): each side its own where the other moves one
+/// element (an odd axis or a misaligned view on one side no longer costs the other its units),
+/// else one unit for both (the smaller). Ahead-of-time kernel lists enumerate exactly these.
+struct TileUnits {
+  int cols = 1, rows = 1;
+};
+TileUnits tiled_units(int largest_cols, int largest_rows);
 
 /// A tile's rows and cols (powers of two between K and 256, rows x cols = 256 K): square-ish,
 /// narrowed to a short axis, or (transposed tiles of 1- to 4-byte dtypes) where that still pads

@@ -249,19 +249,22 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                                               .unit_cols = w})));
       }
     // Units (pairs for 4-byte dtypes, up to 8 elements for 1- and 2-byte ones) along the
-    // cols, and along the rows too when something is staged (the planner gives both sides
-    // one unit).
+    // cols, and along the rows when something is staged: every pair codegen::tiled_units gives.
     const int max_unit = codegen::max_tiled_unit(probe);
     for (int nd = 2; nd <= t.max_ndim; ++nd)
       for (std::uint64_t staged : input_patterns(probe, nin(), true))
-        for (int u = 1; u <= max_unit; u *= 2)
-          out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled,
-                                                          .ndim = nd,
-                                                          .index_bits = bits,
-                                                          .raw_ndim = t.raw_ndim,
-                                                          .staged = staged,
-                                                          .unit_cols = u,
-                                                          .unit_rows = staged ? u : 1})));
+        for (int uc = 1; uc <= max_unit; uc *= 2)
+          for (int ur = 1; ur <= (staged ? max_unit : 1); ur *= 2) {
+            const auto units = codegen::tiled_units(uc, ur);
+            if (units.cols != uc || units.rows != ur) continue;
+            out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled,
+                                                            .ndim = nd,
+                                                            .index_bits = bits,
+                                                            .raw_ndim = t.raw_ndim,
+                                                            .staged = staged,
+                                                            .unit_cols = uc,
+                                                            .unit_rows = ur})));
+          }
   }
   return out;
 }
