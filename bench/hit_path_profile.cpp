@@ -1,8 +1,9 @@
 // Where does a cache-hit call spend its host time? A SIGPROF sampling profile of a loop of hit
 // calls of my_kernel (an ElementwiseKernel), with the argument `expr` of the fused expression
 // `sin(x) * 5 + y * y - 1` written into z, or with `reduction` of CuPy's l2norm
-// ReductionKernel on one element, with `softmax` or `mean_var` of those composites under
-// kiln::fuse (a row kernel; a two-output reduction) on small arrays, or with `bare` of an empty
+// ReductionKernel on one element, with `softmax`, `mean_var` or `standardize` (over (0, 2, 3))
+// of those composites under kiln::fuse (a row kernel; a two-output reduction; that reduction
+// and an elementwise pass) on small arrays, or with `bare` of an empty
 // kernel launched bare; prints one
 // sampled program-counter offset per line (relative to this executable's load address), or "other
 // LIB SYMBOL" outside it (the shared object and its nearest exported symbol). Symbolize offline:
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   const std::string_view mode = argc > 1 ? argv[1] : "";
   const bool expression = mode == "expr", reduction = mode == "reduction", bare = mode == "bare";
   const bool softmax = mode == "softmax", mean_var = mode == "mean_var";
+  const bool standardize = mode == "standardize";
   const kiln::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
   const kiln::ElementwiseKernel k("float32 x, float32 y", "float32 z",
                                   "z = (x - 2 > y) ? x * y : x + y", "my_kernel");
@@ -75,8 +77,13 @@ int main(int argc, char** argv) {
     const kiln::axes ax{0, 2, 3};
     return std::make_tuple(kiln::mean(v, ax, false), kiln::var(v, ax, false));
   });
+  auto standardize_fn = kiln::fuse([](auto v) {
+    const kiln::axes ax{0, 2, 3};
+    return (v - kiln::mean(v, ax, true)) / kiln::sqrt(kiln::var(v, ax, true) + 1e-5);
+  });
   softmax_fn(rows);
   mean_var_fn(nchw);
+  standardize_fn(nchw);
   kiln::bench::BareLaunch bare_launch;  // `bare`: the reference the hit paths are measured against
   kiln::synchronize_device();
   dl_iterate_phdr(find_main_object, nullptr);
@@ -95,6 +102,8 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 200; ++i) softmax_fn(rows);
     else if (mean_var)
       for (int i = 0; i < 200; ++i) mean_var_fn(nchw);
+    else if (standardize)
+      for (int i = 0; i < 200; ++i) standardize_fn(nchw);
     else if (bare)
       for (int i = 0; i < 200; ++i) bare_launch();
     else

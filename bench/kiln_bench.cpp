@@ -1015,6 +1015,18 @@ void case_issue16_host() {
   add_case("var_mean_hit_host_us_burst", "us", vm.fn)
       .add("bare_us", vm.reference)
       .add("over_bare", vm.ratio());
+  // Standardizing over batch axes: a reduction kernel and an elementwise pass, each call.
+  ndarray x4(Shape{2, 4, 3, 3}, float32);
+  fill_random(x4, -1, 1, 46);
+  const auto standardize = kiln::fuse([](auto x) {
+    return (x - kiln::mean(x, {0, 2, 3}, true)) / kiln::sqrt(kiln::var(x, {0, 2, 3}, true) + 1e-5);
+  });
+  ndarray z4 = standardize(x4);
+  const auto st = host_us_vs_bare([&] { ndarray r = standardize(x4); });
+  add_case("standardize_fuse_hit_host_us_burst", "us", st.fn)
+      .add("bare_us", st.reference)
+      .add("over_bare", st.ratio())
+      .add("kernels", 2.0);
 }
 
 // --compile-check [ARCH]: generates and NVRTC-compiles every kernel above for sm_ARCH (default
