@@ -541,6 +541,12 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
       {std::max<std::int64_t>(1, std::int64_t(32 * scale)), 21, 256, 256}, {1});
   add("log_softmax over axis 0 of (4096, 8192)", "log_softmax", float32,
       {std::max<std::int64_t>(64, std::int64_t(4096 * scale)), 8192}, {0});
+  // Normalising over the channels of NCHW (ConvNeXt's channels-first layer norm without its
+  // affine), and a float64 log-softmax over a few classes.
+  add("standardize over axis 1 of (32, 48, 128, 128)", "standardize", float32,
+      {std::max<std::int64_t>(1, std::int64_t(32 * scale)), 48, 128, 128}, {1});
+  add("log_softmax over axis 1 of (16, 8, 384, 384)", "log_softmax", float64,
+      {std::max<std::int64_t>(1, std::int64_t(16 * scale)), 8, 384, 384}, {1});
 }
 
 // ---------------------------------------------------------------- running

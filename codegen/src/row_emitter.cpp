@@ -39,6 +39,13 @@ struct Emit {
     const std::uint32_t u = def.leaf_use[std::size_t(j)];
     return !streamed() && is_array(j) && __builtin_popcount(u) > 1;
   }
+  bool columns() const { return s.group == kRowColumns; }
+  // The load of a row's vector: a column row's takes the row's step (any), the others' unit
+  // steps or none.
+  std::string_view row_load(std::uint32_t use) const {
+    if (columns()) return "kiln_column_load";
+    return last_pass(use) ? "kiln_row_load_last" : "kiln_row_load";
+  }
   bool reads(int j, std::uint32_t use) const { return (def.leaf_use[std::size_t(j)] & use) != 0; }
   static std::uint32_t phase_use(int p) { return 1u << p; }
   std::string row_pointer(int k) const {
@@ -125,11 +132,23 @@ struct Emit {
     // H200, softmax of (4096, 16384) float32: 0.62 -> 0.89 of the copy rate (64 registers, a
     // few bytes of spills, against 71). Narrower blocks keep the one bound: asking them for more
     // blocks spilled layer norm's registers and ran slower (0.88 -> 0.82).
-    if (s.wide)
+    // Column rows: bound so their registers leave room for 8 blocks an SM where a lane holds up
+    // to 8 words of a row (32 registers, no spills on sm_90), else 4 (64); unbounded, the
+    // compiler took 62-177 registers a thread. Measured on an H200 (layout sweep), softmax over
+    // 21 channels of (32, 21, 256, 256) float32, fraction of the copy rate: 4 lanes of 8
+    // elements 0.42 unbounded, 0.49 bound to 32 registers; 2 lanes of 16 bound to 64, 0.56.
+    if (columns()) {
+      int widest = 1;
+      for (int k = 0; k < s.nparams; ++k)
+        if (is_array(k)) widest = std::max(widest, int(s.param_dtype(k).itemsize()));
+      w.line("extern \"C\" __global__ void __launch_bounds__(256, {}) {}(",
+             int(s.items) * widest / 4 <= 8 ? 8 : 4, def.name);
+    } else if (s.wide) {
       w.line("extern \"C\" __global__ void __launch_bounds__({}, 2) {}(", kMaxRowLanes, def.name);
-    else
+    } else {
       w.line("extern \"C\" __global__ void __launch_bounds__({}) {}(", s.group ? 256 : kMaxRowLanes,
              def.name);
+    }
     for (int k = 0; k < s.nparams; ++k)
       w.line("    {} {}{},", abi_type(row_arg(s, k)), is_array(k) ? "kiln_p_" : "", param(k).name);
     w.line("    {} kiln_m,", abi_type(row_arg(s, s.nparams)));
@@ -162,9 +181,8 @@ struct Emit {
     auto emit_loads = [&](std::string_view at, const char* slot) {
       for (int j = 0; j < def.nin; ++j)
         if (is_array(j) && !cached(j) && reads(j, use))
-          w.line("{}kiln_row_load{}<{}>(kiln_u_{}{}, {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}]);",
-                 at, last_pass(use) ? "_last" : "", vw(), j, slot, row_pointer(j), param(j).name,
-                 nd() - 1);
+          w.line("{}{}<{}>(kiln_u_{}{}, {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}]);", at,
+                 row_load(use), vw(), j, slot, row_pointer(j), param(j).name, nd() - 1);
     };
     if (streamed()) {
       int bytes = 0;
@@ -332,6 +350,9 @@ struct Emit {
           w.line("{}{} kiln_s{}[{}];", in, ctype(k), o, vw());
         } else if (at == At::each) {
           w.line("{}kiln_s{}[kiln_k] = {};", in, o, output_text(o));
+        } else if (columns()) {
+          w.line("{}kiln_column_store<{}>({}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}], kiln_s{});",
+                 in, vw(), row_pointer(k), param(k).name, nd() - 1, o);
         } else {
           w.line("{}{}<{}>(reinterpret_cast<{}*>({}) + kiln_e0, kiln_s{});", in,
                  last_pass(kRowOutputsUse) ? "kiln_row_store_last" : "kiln_store", vw(), ctype(k),
@@ -415,10 +436,8 @@ struct Emit {
       w.line("      const kiln_uidx kiln_e0 = (kiln_uidx(kiln_i) * kiln_lanes + kiln_t) * {};",
              vw());
       w.line("      if (kiln_live && kiln_e0 < kiln_uidx(kiln_n))");
-      w.line(
-          "        kiln_row_load<{}>(kiln_c_{}[kiln_i], {}, kiln_idx(kiln_e0), "
-          "kiln_p_{}.kiln_s[{}]);",
-          vw(), j, row_pointer(j), param(j).name, nd() - 1);
+      w.line("        {}<{}>(kiln_c_{}[kiln_i], {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}]);",
+             row_load(0), vw(), j, row_pointer(j), param(j).name, nd() - 1);
       w.line("    }}");
     }
     if (copies) w.line("    kiln_row_wait();");

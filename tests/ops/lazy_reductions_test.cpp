@@ -269,6 +269,83 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
   CHECK(p.m == 8 * 16);
 }
 
+TEST_CASE("rows along an outer axis plan as columns, lane groups along the strided rows",
+          "[ops]") {
+  detail::RowPlan p;
+  // Channel softmax of NCHW with 21 classes: rows strided by H * W, 2 lanes a row of 16
+  // elements each (the fewest lanes holding at most 16), 128 rows a block on adjacent lane
+  // groups (H, W merged).
+  const Shape nchw{32, 21, 256, 256};
+  REQUIRE(plan(nchw, 0b0010, {no_memory(nchw, float32), no_memory(nchw, float32)}, 1, p));
+  CHECK(p.spec.group == codegen::kRowColumns);
+  CHECK(p.spec.vector_width == 1);
+  CHECK(p.spec.items == 16);
+  CHECK(p.spec.shared == 0);
+  CHECK(p.lanes == 2);
+  CHECK(p.rows_per_block == 128);
+  CHECK(p.n == 21);
+  CHECK(p.m == 32 * 256 * 256);
+  CHECK(p.strides[0][2] == 256 * 256 * 4);  // the row's step, in bytes
+  CHECK(p.grid == std::uint32_t(32 * 256 * 256 / 128));
+  // A per-channel weight (1, C, 1, 1) steps along the row and not across rows.
+  const Shape w{1, 21, 1, 1};
+  REQUIRE(plan(nchw, 0b0010,
+               {no_memory(nchw, float32), no_memory(w, float32), no_memory(nchw, float32)}, 2, p));
+  CHECK(p.spec.group == codegen::kRowColumns);
+  CHECK(p.strides[1][2] == 4);
+  CHECK(p.strides[1][1] == 0);
+  // Rows of 5 (log-softmax over axis 0 of (5, 1000)): a lane, 8 elements.
+  REQUIRE(plan({5, 1000}, 0b01, {no_memory({5, 1000}, float64), no_memory({5, 1000}, float64)},
+               1, p));
+  CHECK(p.spec.group == codegen::kRowColumns);
+  CHECK((p.spec.items == 8 && p.lanes == 1));
+  // Lanes go up to the itemsize (a warp's access then reads runs of a sector or more): 48
+  // float32 take 4 lanes of 16, 100 float64 8 lanes of 16; 65 float32 or 40 float16 (2 lanes)
+  // would need more than 16 a lane, and rows whose neighbours are not adjacent in memory
+  // (every other column) do not plan either: the passes take them.
+  REQUIRE(plan({8, 48, 64}, 0b010,
+               {no_memory({8, 48, 64}, float32), no_memory({8, 48, 64}, float32)}, 1, p));
+  CHECK((p.spec.group == codegen::kRowColumns && p.spec.items == 16 && p.lanes == 4));
+  REQUIRE(plan({8, 100, 64}, 0b010,
+               {no_memory({8, 100, 64}, float64), no_memory({8, 100, 64}, float64)}, 1, p));
+  CHECK((p.spec.items == 16 && p.lanes == 8));
+  CHECK_FALSE(plan({8, 65, 64}, 0b010,
+                   {no_memory({8, 65, 64}, float32), no_memory({8, 65, 64}, float32)}, 1, p));
+  CHECK_FALSE(plan({8, 40, 64}, 0b010,
+                   {no_memory({8, 40, 64}, float16), no_memory({8, 40, 64}, float16)}, 1, p));
+  // The GPU test's shapes take each lane count: 1, 2, 4 and 8.
+  auto lanes_of = [&](const Shape& s, dtype t) {
+    return plan(s, 0b010, {no_memory(s, t), no_memory(s, t)}, 1, p) &&
+                   p.spec.group == codegen::kRowColumns
+               ? p.lanes
+               : 0;
+  };
+  CHECK(lanes_of({2, 3, 63}, float16) == 1);
+  CHECK(lanes_of({4, 32, 153}, float32) == 2);
+  CHECK(lanes_of({3, 64, 205}, float32) == 4);
+  CHECK(lanes_of({2, 100, 23}, float64) == 8);
+  const ndarray wide = no_memory({8, 16, 128}, float32);
+  const ndarray every_other = wide(all, all, slice(0, std::nullopt, 2));
+  CHECK_FALSE(plan({8, 16, 64}, 0b010, {every_other, no_memory({8, 16, 64}, float32)}, 1, p));
+  // Column kernels compile for sm_90 (and sm_75) among the row kernel's specs.
+  const auto x = lazy(no_memory(nchw, float32));
+  const auto softmax = exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true);
+  const RowKernel* k = aot::row_kernel(softmax);
+  REQUIRE(k);
+  int columns = 0;
+  for (const auto& sp : k->specs(row_target(softmax, float32))) {
+    if (sp.group != codegen::kRowColumns) continue;
+    ++columns;
+    if (sp.items != 16 && sp.items != 1) continue;
+    for (int arch : {90, 75}) {
+      const auto req = k->compile_request(sp, arch);
+      INFO(req.source);
+      CHECK_NOTHROW(cache::compile_cached(req));
+    }
+  }
+  CHECK(columns == 5);  // 1, 2, 4, 8, 16 elements a lane
+}
+
 TEST_CASE("reductions evaluated together compile as one multi-output reduction kernel", "[ops]") {
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());

@@ -6,12 +6,13 @@
 // the call path like the other kinds' specs.
 //
 // The loop of a row kernel is (output dims..., the row): the row is ONE dim (the reduced axes
-// collapsed) along which every array operand has unit steps or none (a broadcast operand).
+// collapsed) along which every array operand has unit steps or none (a broadcast operand), or,
+// for kRowColumns, any steps.
 //
 //   RowSpec s;
 //   s.vector_width = 4;   // float4 loads and stores along the row
 //   s.items = 4;          // each thread holds 4 vectors: a row of up to lanes * 16 elements
-//   s.group = 0;          // a block per row (lanes = blockDim.x, up to kMaxRowLanes)
+//   s.group = kRowBlock;  // a block per row (lanes = blockDim.x, up to kMaxRowLanes)
 //   s.wide = 1;           // ... of kMaxRowLanes lanes: two such blocks share an SM
 //   s.shared = 1;         // ... and the rest of the row past lanes * items vectors in shared
 //                         // memory (the launch's dynamic bytes), for rows too long for registers
@@ -29,15 +30,23 @@ namespace kiln::codegen {
 /// the row holds never make the block too large to launch.
 inline constexpr int kMaxRowLanes = 512;
 
+/// RowSpec::group: how threads take rows.
+/// A block (blockDim.x lanes, up to kMaxRowLanes) per row.
+inline constexpr std::uint8_t kRowBlock = 0;
+/// blockDim.x (<= 32) lanes per row, blockDim.y rows per block (256 threads).
+inline constexpr std::uint8_t kRowLaneGroup = 1;
+/// As kRowLaneGroup (blockDim.x lanes a row, here up to 8), rows strided along memory (a
+/// reduction along an outer axis, rows on adjacent groups): each element read and written
+/// alone with the row's step (vector_width 1).
+inline constexpr std::uint8_t kRowColumns = 2;
+
 struct RowSpec {
   std::uint8_t out_ndim = 1;      // collapsed output (kept) dims, >= 1
   std::uint8_t index_bits = 32;   // 32 or 64
   std::uint8_t vector_width = 1;  // elements per load and store along the row
   std::uint8_t items = 1;         // vectors per thread: 1, 2, 4 or 8; 0: streamed, a row of
                                   // any length, re-read by each phase (wide blocks only)
-  std::uint8_t group = 1;         // 1: blockDim.x (<= 32) lanes per row, blockDim.y rows per
-                                  // block (256 threads); 0: a block (blockDim.x lanes, up to
-                                  // kMaxRowLanes) per row
+  std::uint8_t group = 1;         // kRowLaneGroup, kRowBlock or kRowColumns (below)
   std::uint8_t nparams = 0;
   std::uint8_t wide = 0;    // group 0 with kMaxRowLanes lanes: the launch bounds ask for two
                             // resident blocks (at most 64 registers a thread), where the

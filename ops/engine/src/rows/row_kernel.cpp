@@ -135,11 +135,24 @@ std::vector<codegen::RowSpec> RowKernel::specs(const aot_target& t) const {
             s.out_ndim = std::uint8_t(od);
             s.vector_width = std::uint8_t(vw);
             s.items = std::uint8_t(items);
-            s.group = std::uint8_t(shape == 1);
+            s.group = shape == 1 ? codegen::kRowLaneGroup : codegen::kRowBlock;
             s.wide = std::uint8_t(shape >= 2);
             s.shared = std::uint8_t(shape == 3);
             out.push_back(s);
           }
+  // Columns (lane groups along strided rows): one element per access, up to kColumnItems
+  // elements a lane in powers of two.
+  for (int bits : t.index64 ? std::vector<int>{32, 64} : std::vector<int>{32})
+    for (int od = 1; od <= t.max_ndim; ++od)
+      for (int items = 1; items <= detail::kColumnItems; items *= 2) {
+        codegen::RowSpec s = base;
+        s.index_bits = std::uint8_t(bits);
+        s.out_ndim = std::uint8_t(od);
+        s.vector_width = 1;
+        s.items = std::uint8_t(items);
+        s.group = codegen::kRowColumns;
+        out.push_back(s);
+      }
   return out;
 }
 

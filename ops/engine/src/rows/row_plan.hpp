@@ -33,6 +33,10 @@ struct RowPlan {
 /// registers alone take) spilled layer norm's kernel under the wide blocks' bound of 64.
 inline constexpr int kHeldRowItems = 4;
 
+/// The most elements a lane of a column plan (codegen::kRowColumns) holds: rows of up to 16
+/// elements a lane, up to 4 lanes for float32 (64), 8 for float64 (128), 2 for float16 (32).
+inline constexpr int kColumnItems = 16;
+
 /// What the row planner needs to know of the GPU.
 struct RowDevice {
   int sm_count = 0;
@@ -49,10 +53,10 @@ struct RowDevice {
 /// Plans a row kernel over `loop` whose reduced axes are `mask`, for the parameters' arrays
 /// (nullptr: a scalar) and dtypes; `cached_bytes`: the bytes of one element of every leaf
 /// the kernel keeps in registers; `gpu`: its multiprocessors, L2 and shared memory. False when
-/// the layout does not fit: the reduced axes do not collapse to one dim with unit or no steps
-/// for every array (unit for outputs), or the row is longer than a block holds in registers
-/// and shared memory and cannot be streamed (too few rows, or too long for L2 to keep the rows
-/// in flight).
+/// the layout does not fit: the reduced axes do not collapse to one dim (along which outputs
+/// move), the row is longer than a block holds in registers and shared memory and cannot be
+/// streamed (too few rows, or too long for L2 to keep the rows in flight), or the row is
+/// strided (columns) and longer than kColumnItems a lane or read with gaps across rows.
 bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
                std::span<const dtype> types, int nin, int cached_bytes, const RowDevice& gpu,
                RowPlan& plan);
