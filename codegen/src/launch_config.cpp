@@ -89,8 +89,8 @@ TileShape tile_shape(const ElementwiseSpec& s, std::int64_t rows, std::int64_t c
   // high, one sector, reads 32 bytes of each 80-byte line of a staged operand and the next row
   // tile the rest, a whole pass over the array later), so 8-byte and wider dtypes keep the
   // square-ish shape (sides of 8 or 16 float64 lost too, H200: (113182, 17, 35) transposed
-  // 0.51 -> 0.39 and 0.46). Row tiles (nothing staged) keep it too: their planner's rule was measured
-  // with it.
+  // 0.51 -> 0.39 and 0.46). Row tiles (nothing staged) keep it too: their planner's rule was
+  // measured with it.
   bool staged = false;
   for (int k = 0; k < s.nparams; ++k) staged |= s.staged(k);
   const auto widest = std::int64_t(s.widest_array_item());

@@ -385,8 +385,8 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
          plan_of(add, {a.T(), b, c}).unit_rows() == 1));
   const ndarray a18 = untouched({18, 8193}), b18 = untouched({8193, 18});
   const auto odd_rows = plan_of(add, {a18.T(), b18, untouched({8193, 18})});
-  CHECK((odd_rows.layout == Layout::tiled && odd_rows.unit_cols() == 2 &&
-         odd_rows.unit_rows() == 1));
+  CHECK(
+      (odd_rows.layout == Layout::tiled && odd_rows.unit_cols() == 2 && odd_rows.unit_rows() == 1));
   // 1- and 2-byte dtypes move 8 elements per access where both axes hold whole units, and
   // the largest unit that fits where they do not.
   const ndarray h = untouched({8192, 8192}, float16), h2 = untouched({8192, 8192}, float16);
@@ -407,8 +407,8 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
       plan_of(add, {hw(all, slice(1, std::nullopt)).T(), h2, untouched({8192, 8192}, float16)});
   CHECK((hs.layout == Layout::tiled && hs.unit_cols() == 8 && hs.unit_rows() == 1));
   const ndarray ho = untouched({16677, 4024}, float16);
-  auto hodd = plan_of(add, {ho.T(), untouched({4024, 16677}, float16),
-                            untouched({4024, 16677}, float16)});
+  auto hodd =
+      plan_of(add, {ho.T(), untouched({4024, 16677}, float16), untouched({4024, 16677}, float16)});
   CHECK((hodd.layout == Layout::tiled && hodd.unit_cols() == 1 && hodd.unit_rows() == 8));
   const ndarray r = untouched({1, 1000}), s = untouched({1000, 1}), t = untouched({1000, 1});
   CHECK(plan_of(add, {r.T(), s, t}).layout == Layout::contiguous);

@@ -24,6 +24,15 @@ ndarray random_f32(const Shape& shape, std::vector<float>& host, double lo = -3,
   return asarray(host, shape);
 }
 
+// float16 data (random float32 rounded) and its values on the host, as float.
+ndarray random_f16(const Shape& shape, std::vector<float>& host) {
+  std::vector<float> h;
+  const ndarray a = random_f32(shape, h).astype(float16);
+  host.clear();
+  for (half v : a.get<half>()) host.push_back(float(v));
+  return a;
+}
+
 std::vector<double> host_softmax(const std::vector<float>& x, std::int64_t rows, std::int64_t n,
                                  bool log_form) {
   std::vector<double> out(x.size());
@@ -169,10 +178,8 @@ TEST_CASE("rows too long for a block's registers match the host", "[ops][gpu]") 
   }
   // float16 rows of 40000 (past 512 lanes of 8 vectors of 8), computed in float32.
   const Shape shape{300, 40000};
-  std::vector<float> h;
-  const ndarray ah = random_f32(shape, h).astype(float16);
   std::vector<float> hh;
-  for (half v : ah.get<half>()) hh.push_back(float(v));
+  const ndarray ah = random_f16(shape, hh);
   const auto x = lazy(ah);
   ndarray y = poisoned(shape, float16);
   eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
@@ -281,13 +288,51 @@ TEST_CASE("softmax over an outer axis runs its denominator in the max's pass and
   CHECK(nan_mismatches<float>(y, want, 2e-5) == 0);
 }
 
+namespace {
+
+// Host references over axis 1 of (N, C, P) data: rows of C elements strided by P.
+template <class T>
+std::vector<double> host_column_softmax(const std::vector<T>& h, std::int64_t N, std::int64_t C,
+                                        std::int64_t P, bool log_form) {
+  std::vector<double> out(h.size());
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t p = 0; p < P; ++p) {
+      auto at = [&](std::int64_t c) { return std::size_t((n * C + c) * P + p); };
+      double m = -INFINITY, e = 0;
+      for (std::int64_t c = 0; c < C; ++c) m = std::max(m, double(h[at(c)]));
+      for (std::int64_t c = 0; c < C; ++c) e += std::exp(double(h[at(c)]) - m);
+      for (std::int64_t c = 0; c < C; ++c)
+        out[at(c)] =
+            log_form ? double(h[at(c)]) - m - std::log(e) : std::exp(double(h[at(c)]) - m) / e;
+    }
+  return out;
+}
+
+// (x - mean) / sqrt(var + eps) * g[c] + b[c] over axis 1 (no g, b: the plain standardizing).
+std::vector<double> host_column_norm(const std::vector<float>& h, std::int64_t N, std::int64_t C,
+                                     std::int64_t P, const std::vector<float>& g = {},
+                                     const std::vector<float>& b = {}) {
+  std::vector<double> out(h.size());
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t p = 0; p < P; ++p) {
+      auto at = [&](std::int64_t c) { return std::size_t((n * C + c) * P + p); };
+      double m = 0, q = 0;
+      for (std::int64_t c = 0; c < C; ++c) m += h[at(c)];
+      m /= double(C);
+      for (std::int64_t c = 0; c < C; ++c) q += (h[at(c)] - m) * (h[at(c)] - m);
+      q /= double(C);
+      for (std::int64_t c = 0; c < C; ++c)
+        out[at(c)] = (h[at(c)] - m) / std::sqrt(q + 1e-5) * (g.empty() ? 1.0 : g[std::size_t(c)]) +
+                     (b.empty() ? 0.0 : b[std::size_t(c)]);
+    }
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("rows along an outer axis (lane groups along strided rows) match the host",
           "[ops][gpu]") {
-  // (N, C, P): rows of C elements strided by P, the reference over each (n, p).
-  auto each_row = [](std::int64_t N, std::int64_t C, std::int64_t P, auto&& f) {
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t p = 0; p < P; ++p) f([=](std::int64_t c) { return (n * C + c) * P + p; });
-  };
+  // The CPU planner test gives these shapes' plans: 1, 2, 4 and 8 lanes a row.
   SECTION("layer norm over the channels of NCHW, a weight and a bias per channel") {
     const Shape shape{4, 32, 17, 9}, per_channel{1, 32, 1, 1};
     std::vector<float> h, hg, hb;
@@ -296,34 +341,15 @@ TEST_CASE("rows along an outer axis (lane groups along strided rows) match the h
     const auto x = lazy(a);
     ndarray y = poisoned(shape, float32);
     eval_into((x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5) * g + b, y);
-    std::vector<double> want(h.size());
-    each_row(4, 32, 17 * 9, [&](auto at) {
-      double m = 0, q = 0;
-      for (std::int64_t c = 0; c < 32; ++c) m += h[std::size_t(at(c))];
-      m /= 32;
-      for (std::int64_t c = 0; c < 32; ++c) q += (h[std::size_t(at(c))] - m) * (h[std::size_t(at(c))] - m);
-      q /= 32;
-      for (std::int64_t c = 0; c < 32; ++c)
-        want[std::size_t(at(c))] = (h[std::size_t(at(c))] - m) / std::sqrt(q + 1e-5) *
-                                       hg[std::size_t(c)] + hb[std::size_t(c)];
-    });
-    CHECK(mismatches(y, want, 1e-4, 1e-4) == 0);
+    CHECK(mismatches(y, host_column_norm(h, 4, 32, 17 * 9, hg, hb), 1e-4, 1e-4) == 0);
   }
   SECTION("log-softmax over axis 0 of (5, 1000) float64, in place") {
     std::vector<float> h;
     ndarray a = random_f32({5, 1000}, h, -30, 30).astype(float64);
     const auto x = lazy(a);
     auto s = x - max(x, 0, true);
-    eval_into(s - log(sum(exp(s), 0, true)), a);  // each thread reads its row before writing it
-    std::vector<double> want(h.size());
-    each_row(1, 5, 1000, [&](auto at) {
-      double m = -INFINITY, e = 0;
-      for (std::int64_t c = 0; c < 5; ++c) m = std::max(m, double(h[std::size_t(at(c))]));
-      for (std::int64_t c = 0; c < 5; ++c) e += std::exp(double(h[std::size_t(at(c))]) - m);
-      for (std::int64_t c = 0; c < 5; ++c)
-        want[std::size_t(at(c))] = double(h[std::size_t(at(c))]) - m - std::log(e);
-    });
-    CHECK(mismatches<double>(a, want, 1e-12, 1e-12) == 0);
+    eval_into(s - log(sum(exp(s), 0, true)), a);  // each lane reads its elements before writing
+    CHECK(mismatches<double>(a, host_column_softmax(h, 1, 5, 1000, true), 1e-12, 1e-12) == 0);
   }
   SECTION("standardizing over 64 channels (4 lanes of 16, the longest float32 column)") {
     const Shape shape{3, 64, 5, 41};
@@ -332,52 +358,24 @@ TEST_CASE("rows along an outer axis (lane groups along strided rows) match the h
     const auto x = lazy(a);
     ndarray y = poisoned(shape, float32);
     eval_into((x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5), y);
-    std::vector<double> want(h.size());
-    each_row(3, 64, 5 * 41, [&](auto at) {
-      double m = 0, q = 0;
-      for (std::int64_t c = 0; c < 64; ++c) m += h[std::size_t(at(c))];
-      m /= 64;
-      for (std::int64_t c = 0; c < 64; ++c) q += (h[std::size_t(at(c))] - m) * (h[std::size_t(at(c))] - m);
-      q /= 64;
-      for (std::int64_t c = 0; c < 64; ++c)
-        want[std::size_t(at(c))] = (h[std::size_t(at(c))] - m) / std::sqrt(q + 1e-5);
-    });
-    CHECK(mismatches(y, want, 1e-4, 1e-4) == 0);
+    CHECK(mismatches(y, host_column_norm(h, 3, 64, 5 * 41), 1e-4, 1e-4) == 0);
   }
   SECTION("float64 softmax over 100 channels (8 lanes of 16), planes of 23") {
-    std::vector<float> h32;
-    const ndarray a = random_f32({2, 100, 23}, h32, -30, 30).astype(float64);
+    std::vector<float> h;
+    const ndarray a = random_f32({2, 100, 23}, h, -30, 30).astype(float64);
     const auto x = lazy(a);
     ndarray y = poisoned({2, 100, 23}, float64);
     eval_into(exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true), y);
-    std::vector<double> want(h32.size());
-    each_row(2, 100, 23, [&](auto at) {
-      double m = -INFINITY, e = 0;
-      for (std::int64_t c = 0; c < 100; ++c) m = std::max(m, double(h32[std::size_t(at(c))]));
-      for (std::int64_t c = 0; c < 100; ++c) e += std::exp(double(h32[std::size_t(at(c))]) - m);
-      for (std::int64_t c = 0; c < 100; ++c)
-        want[std::size_t(at(c))] = std::exp(double(h32[std::size_t(at(c))]) - m) / e;
-    });
-    CHECK(mismatches<double>(y, want, 1e-13, 1e-12) == 0);
+    CHECK(mismatches<double>(y, host_column_softmax(h, 2, 100, 23, false), 1e-13, 1e-12) == 0);
   }
   SECTION("float16 softmax over 3 channels of odd planes, computed in float32") {
     const Shape shape{2, 3, 7, 9};
-    std::vector<float> h;
-    const ndarray ah = random_f32(shape, h).astype(float16);
     std::vector<float> hh;
-    for (half v : ah.get<half>()) hh.push_back(float(v));
+    const ndarray ah = random_f16(shape, hh);
     const auto x = lazy(ah);
     ndarray y = poisoned(shape, float16);
     eval_into(exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true), y);
-    std::vector<double> want(hh.size());
-    each_row(2, 3, 63, [&](auto at) {
-      double m = -INFINITY, e = 0;
-      for (std::int64_t c = 0; c < 3; ++c) m = std::max(m, double(hh[std::size_t(at(c))]));
-      for (std::int64_t c = 0; c < 3; ++c) e += std::exp(double(hh[std::size_t(at(c))]) - m);
-      for (std::int64_t c = 0; c < 3; ++c)
-        want[std::size_t(at(c))] = std::exp(double(hh[std::size_t(at(c))]) - m) / e;
-    });
-    CHECK(mismatches<half>(y, want, 2e-3, 2e-3) == 0);
+    CHECK(mismatches<half>(y, host_column_softmax(hh, 2, 3, 63, false), 2e-3, 2e-3) == 0);
   }
 }
 

@@ -269,8 +269,7 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
   CHECK(p.m == 8 * 16);
 }
 
-TEST_CASE("rows along an outer axis plan as columns, lane groups along the strided rows",
-          "[ops]") {
+TEST_CASE("rows along an outer axis plan as columns, lane groups along the strided rows", "[ops]") {
   detail::RowPlan p;
   // Channel softmax of NCHW with 21 classes: rows strided by H * W, 2 lanes a row of 16
   // elements each (the fewest lanes holding at most 16), 128 rows a block on adjacent lane
@@ -295,8 +294,8 @@ TEST_CASE("rows along an outer axis plan as columns, lane groups along the strid
   CHECK(p.strides[1][2] == 4);
   CHECK(p.strides[1][1] == 0);
   // Rows of 5 (log-softmax over axis 0 of (5, 1000)): a lane, 8 elements.
-  REQUIRE(plan({5, 1000}, 0b01, {no_memory({5, 1000}, float64), no_memory({5, 1000}, float64)},
-               1, p));
+  REQUIRE(
+      plan({5, 1000}, 0b01, {no_memory({5, 1000}, float64), no_memory({5, 1000}, float64)}, 1, p));
   CHECK(p.spec.group == codegen::kRowColumns);
   CHECK((p.spec.items == 8 && p.lanes == 1));
   // Lanes go up to the itemsize (a warp's access then reads runs of a sector or more): 48
