@@ -113,12 +113,13 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   REQUIRE(p.run.status == 0);
   // my_kernel: 3 contiguous widths + 2 strided ndims (float32: one width) + 9 gathered (ndim
   // 1; ndim 2 without whole rows, with rows of whole vectors of 4 read whole by no input, x, y
-  // or both, and of pairs read whole by x, y or both) + 4 tiled (row tiles; x, y, both
-  // transposed), each by one element and by pairs (32-bit only); scale: 2 exact; source: 1.
-  REQUIRE(p.reqs.size() == 2 * (22 + 2 + 1));
+  // or both, and of pairs read whole by x, y or both) + 14 tiled (row tiles by one element and
+  // by pairs; x, y, both transposed, each side by one element or by pairs: 4 unit pairs)
+  // (32-bit only); scale: 2 exact; source: 1.
+  REQUIRE(p.reqs.size() == 2 * (28 + 2 + 1));
   CHECK_THAT(
       p.run.output,
-      Contains("50 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
+      Contains("62 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
   const kiln::cache::DiskCache disk(p.dir);
   for (const auto& r : p.reqs) CHECK(disk.load(kiln::cache::cache_key(r)).has_value());
   CHECK(valid_entries(p.dir) == p.reqs.size());
@@ -128,7 +129,7 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   CHECK(again.status == 0);
   CHECK_THAT(
       again.output,
-      Contains("0 compiled, 0 loaded (compiled by another process), 50 already cached, 0 failed"));
+      Contains("0 compiled, 0 loaded (compiled by another process), 62 already cached, 0 failed"));
 
   // The library, with compiling forbidden, finds my_kernel's contiguous sm_90 variant.
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", p.dir.string());
@@ -148,7 +149,7 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
   auto list = run_cli("list --json --cache-dir " + q(p.dir));
   REQUIRE(list.status == 0);
   const auto j = nlohmann::json::parse(list.output);
-  REQUIRE(j.size() == 50);
+  REQUIRE(j.size() == 62);
   std::map<int, int> per_arch;
   std::map<std::string, int> per_name;
   for (const auto& e : j) {
@@ -156,22 +157,22 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
     per_arch[e["arch"].get<int>()]++;
     per_name[e["name"].get<std::string>()]++;
   }
-  CHECK(per_arch == std::map<int, int>{{80, 25}, {90, 25}});
-  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 44}, {"scale", 4}, {"exact", 2}});
+  CHECK(per_arch == std::map<int, int>{{80, 31}, {90, 31}});
+  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 56}, {"scale", 4}, {"exact", 2}});
 
   auto text = run_cli("list --cache-dir " + q(p.dir));
   CHECK(text.status == 0);
-  CHECK(lines(text.output) == 51);
+  CHECK(lines(text.output) == 63);
   CHECK_THAT(text.output, Contains("elementwise") && Contains("sm_80") && Contains("my_kernel"));
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
   REQUIRE(stats.status == 0);
   const auto s = nlohmann::json::parse(stats.output);
-  CHECK(s["entries"] == 50);
-  CHECK(s["by_arch"]["sm_80"]["entries"] == 25);
-  CHECK(s["by_kind"]["elementwise"]["entries"] == 48);
+  CHECK(s["entries"] == 62);
+  CHECK(s["by_arch"]["sm_80"]["entries"] == 31);
+  CHECK(s["by_kind"]["elementwise"]["entries"] == 60);
   CHECK(s["by_kind"]["raw"]["entries"] == 2);  // the source entry's made_by
-  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 50"));
+  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 62"));
 
   const std::string key = j[0]["key"];
   auto show = run_cli("show " + key.substr(0, 10) + " --cache-dir " + q(p.dir));
@@ -214,19 +215,19 @@ TEST_CASE(
   fs::create_directories(p.dir / "zz");
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
-  CHECK(nlohmann::json::parse(stats.output)["entries"] == 47);
+  CHECK(nlohmann::json::parse(stats.output)["entries"] == 59);
   auto v = run_cli("verify --cache-dir " + q(p.dir));
   CHECK(v.status == 1);
   CHECK_THAT(v.output, Contains("payload checksum mismatch") && Contains("truncated") &&
                            Contains("symbolic link, not an entry") &&
-                           Contains("47 valid entries, 3 bad"));
+                           Contains("59 valid entries, 3 bad"));
   auto fixed = run_cli("verify --fix --cache-dir " + q(p.dir));
   CHECK(fixed.status == 0);
   CHECK_THAT(fixed.output, Contains("removed 3 bad entries"));
   CHECK(fs::exists("/etc/passwd"));
   CHECK(!fs::exists(fs::symlink_status(e2)));
   CHECK(run_cli("verify --cache-dir " + q(p.dir)).status == 0);
-  CHECK(valid_entries(p.dir) == 47);
+  CHECK(valid_entries(p.dir) == 59);
   // Strays are reported but left alone: they are not kiln's.
   CHECK(fs::exists(p.dir / "ab" / "not-kiln.txt"));
 }
@@ -295,7 +296,7 @@ TEST_CASE("two kiln-cache precompile runs into one folder at once both succeed",
   INFO(ra.output << rb.output);
   CHECK(ra.status == 0);
   CHECK(rb.status == 0);
-  CHECK(valid_entries(tmp.path() / "c") == 25);
+  CHECK(valid_entries(tmp.path() / "c") == 31);
   CHECK(run_cli("verify --cache-dir " + q(tmp.path() / "c")).status == 0);
 }
 
@@ -430,7 +431,7 @@ TEST_CASE("kiln-cache refuses cache folders it cannot write or that programs wou
   if (::geteuid() == 0) {
     // root writes anyway: the entries really are there, so success is the truth.
     CHECK(precompile(tmp.path() / "ro").status == 0);
-    CHECK(valid_entries(tmp.path() / "ro") == 25);
+    CHECK(valid_entries(tmp.path() / "ro") == 31);
     fs::create_directory(tmp.path() / "theirs");
     REQUIRE(::chown((tmp.path() / "theirs").c_str(), 65534, 65534) == 0);
     one_line_error(precompile(tmp.path() / "theirs"), "owned by uid 65534");
@@ -501,9 +502,10 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
   CHECK(table ==
         std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
-  // Every layout variant (float32 strided: one width; gathered; tiled: row tiles, x, y or both
-  // transposed, each by one element and by pairs), the docs' 112 (docs/manifest.md).
-  CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() == 2 * (3 + 4 + 25 + 3 * 4 * 2));
+  // Every layout variant (float32 strided: one width; gathered; tiled: row tiles by one element
+  // and by pairs, x, y or both transposed with 4 unit pairs), the docs' 148 (docs/manifest.md).
+  CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() ==
+        2 * (3 + 4 + 25 + 3 * (2 + 3 * 4)));
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);
