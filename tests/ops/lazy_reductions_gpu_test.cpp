@@ -368,6 +368,20 @@ TEST_CASE("rows along an outer axis (lane groups along strided rows) match the h
     eval_into(exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true), y);
     CHECK(mismatches<double>(y, host_column_softmax(h, 2, 100, 23, false), 1e-13, 1e-12) == 0);
   }
+  SECTION("softmax over channels read backwards (a negative step), odd planes") {
+    const std::int64_t N = 3, C = 10, P = 6 * 37;
+    std::vector<float> h;
+    const ndarray a = random_f32({N, C, 6, 37}, h);
+    const auto x = lazy(a(all, slice(std::nullopt, std::nullopt, -1)));
+    ndarray y = poisoned({N, C, 6, 37}, float32);
+    eval_into(exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true), y);
+    std::vector<float> reversed(h.size());
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t c = 0; c < C; ++c)
+        for (std::int64_t p = 0; p < P; ++p)
+          reversed[std::size_t((n * C + c) * P + p)] = h[std::size_t((n * C + C - 1 - c) * P + p)];
+    CHECK(mismatches(y, host_column_softmax(reversed, N, C, P, false), 2e-6, 2e-5) == 0);
+  }
   SECTION("float16 softmax over 3 channels of odd planes, computed in float32") {
     const Shape shape{2, 3, 7, 9};
     std::vector<float> hh;

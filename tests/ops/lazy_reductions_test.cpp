@@ -323,6 +323,12 @@ TEST_CASE("rows along an outer axis plan as columns, lane groups along the strid
   CHECK(lanes_of({4, 32, 153}, float32) == 2);
   CHECK(lanes_of({3, 64, 205}, float32) == 4);
   CHECK(lanes_of({2, 100, 23}, float64) == 8);
+  // Channels read backwards (a negative step) are columns too.
+  const ndarray fwd = no_memory({3, 10, 222}, float32);
+  REQUIRE(plan({3, 10, 222}, 0b010,
+               {fwd(all, slice(std::nullopt, std::nullopt, -1)), no_memory({3, 10, 222}, float32)},
+               1, p));
+  CHECK((p.spec.group == codegen::kRowColumns && p.strides[0][2] == -222 * 4));
   const ndarray wide = no_memory({8, 16, 128}, float32);
   const ndarray every_other = wide(all, all, slice(0, std::nullopt, 2));
   CHECK_FALSE(plan({8, 16, 64}, 0b010, {every_other, no_memory({8, 16, 64}, float32)}, 1, p));
