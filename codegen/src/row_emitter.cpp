@@ -41,10 +41,10 @@ struct Emit {
   }
   bool columns() const { return s.group == kRowColumns; }
   // The load of a row's vector: a column row's takes the row's step (any), the others' unit
-  // steps or none.
-  std::string_view row_load(std::uint32_t use) const {
+  // steps or none; `last`: a streamed row's last pass (evict-first).
+  std::string_view row_load(bool last) const {
     if (columns()) return "kiln_column_load";
-    return last_pass(use) ? "kiln_row_load_last" : "kiln_row_load";
+    return last ? "kiln_row_load_last" : "kiln_row_load";
   }
   bool reads(int j, std::uint32_t use) const { return (def.leaf_use[std::size_t(j)] & use) != 0; }
   static std::uint32_t phase_use(int p) { return 1u << p; }
@@ -182,7 +182,7 @@ struct Emit {
       for (int j = 0; j < def.nin; ++j)
         if (is_array(j) && !cached(j) && reads(j, use))
           w.line("{}{}<{}>(kiln_u_{}{}, {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}]);", at,
-                 row_load(use), vw(), j, slot, row_pointer(j), param(j).name, nd() - 1);
+                 row_load(last_pass(use)), vw(), j, slot, row_pointer(j), param(j).name, nd() - 1);
     };
     if (streamed()) {
       int bytes = 0;
@@ -437,7 +437,7 @@ struct Emit {
              vw());
       w.line("      if (kiln_live && kiln_e0 < kiln_uidx(kiln_n))");
       w.line("        {}<{}>(kiln_c_{}[kiln_i], {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}]);",
-             row_load(0), vw(), j, row_pointer(j), param(j).name, nd() - 1);
+             row_load(false), vw(), j, row_pointer(j), param(j).name, nd() - 1);
       w.line("    }}");
     }
     if (copies) w.line("    kiln_row_wait();");

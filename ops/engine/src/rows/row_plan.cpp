@@ -66,7 +66,7 @@ bool plan_columns(int nops, const std::array<int, kMaxParams>& ops, std::span<co
 }
 
 // What every row plan ends with: output dims, geometry, the operands' strides, index width.
-bool finish_plan(const Shape& kept, int nops, const std::array<int, kMaxParams>& ops,
+void finish_plan(const Shape& kept, int nops, const std::array<int, kMaxParams>& ops,
                  std::span<const dtype> types, const StackVector<Shape, kMaxParams>& ks,
                  const StackVector<Shape, kMaxParams>& rs, RowPlan& plan) {
   auto& spec = plan.spec;
@@ -86,7 +86,6 @@ bool finish_plan(const Shape& kept, int nops, const std::array<int, kMaxParams>&
         span, codegen::byte_span(plan.dims, st, std::int64_t(types[std::size_t(k)].itemsize())));
   }
   spec.index_bits = std::uint8_t(codegen::choose_index_bits(plan.m * plan.n, span));
-  return true;
 }
 
 }  // namespace
@@ -145,7 +144,8 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   }
   if (strided) {
     if (!plan_columns(nops, ops, types, ks, cached_bytes, plan)) return false;
-    return finish_plan(kept, nops, ops, types, ks, rs, plan);
+    finish_plan(kept, nops, ops, types, ks, rs, plan);
+    return true;
   }
   int vw = widest < 16 ? int(16 / widest) : 1;
   auto fits = [&](int w) {
@@ -220,7 +220,8 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   spec.wide = lanes == kMaxLanes;
   plan.lanes = int(lanes);
   plan.rows_per_block = spec.group ? kGroupThreads / int(lanes) : 1;
-  return finish_plan(kept, nops, ops, types, ks, rs, plan);
+  finish_plan(kept, nops, ops, types, ks, rs, plan);
+  return true;
 }
 
 int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray* const> arrays,
