@@ -128,6 +128,8 @@ std::string describe(const codegen::ElementwiseSpec& s) {
     if (s.log2_unit_cols) v += " whole rows";
     if (!staged.empty()) v += ", vectors of" + staged;
   }
+  if (s.layout == codegen::Layout::packed)
+    v = "packed ndim " + std::to_string(s.ndim) + " staged" + staged;
   if (s.layout == codegen::Layout::tiled) {
     v = staged.empty() ? "row tiles" : "tiled staged" + staged;
     if (s.ndim > 2) v += " ndim " + std::to_string(s.ndim);
@@ -164,12 +166,15 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
                    "unit_cols", "unit_rows"});
     elementwise_layout exact;
     const std::string kind = lf.str("layout", false, "contiguous");
-    if (kind != "contiguous" && kind != "strided" && kind != "tiled" && kind != "gathered")
+    if (kind != "contiguous" && kind != "strided" && kind != "tiled" && kind != "gathered" &&
+        kind != "packed")
       throw kiln::ValueError("field 'layout.layout' is '" + kind +
-                             "'; it is \"contiguous\", \"strided\", \"tiled\" or \"gathered\"");
+                             "'; it is \"contiguous\", \"strided\", \"tiled\", \"gathered\" "
+                             "or \"packed\"");
     exact.layout = kind == "strided"    ? codegen::Layout::strided
                    : kind == "tiled"    ? codegen::Layout::tiled
                    : kind == "gathered" ? codegen::Layout::gathered
+                   : kind == "packed"   ? codegen::Layout::packed
                                         : codegen::Layout::contiguous;
     exact.ndim = lf.integer("ndim", 1, 1, kMaxNdim);
     exact.index_bits = lf.integer("index_bits", 32, 32, 64);

@@ -164,6 +164,40 @@ __device__ __forceinline__ unsigned long long kiln_fastdiv(unsigned long long ki
   return (__umul64hi(kiln_n, static_cast<unsigned long long>(kiln_m)) + kiln_n) >> kiln_s;
 }
 
+// One axis of a packed loop's box as a staged operand walks it: the box's extent along it
+// with that extent's divisor, the operand's byte stride, the shared box's element pitch, and
+// whether it is the chunked axis (A: its last box may hold fewer than the box's extent).
+template <class kiln_I>
+struct kiln_box_axis {
+  kiln_I kiln_n, kiln_m, kiln_sh, kiln_st, kiln_pitch;
+  bool kiln_chunked;
+};
+template <class kiln_I>
+__device__ __forceinline__ unsigned long long kiln_box_key(const kiln_box_axis<kiln_I>& kiln_x) {
+  const unsigned long long kiln_a =
+      static_cast<unsigned long long>(kiln_x.kiln_st < 0 ? -kiln_x.kiln_st : kiln_x.kiln_st);
+  return kiln_a == 0 ? ~0ull : kiln_a;  // broadcast axes last
+}
+template <class kiln_I>
+__device__ __forceinline__ void kiln_box_swap(kiln_box_axis<kiln_I>& kiln_x,
+                                              kiln_box_axis<kiln_I>& kiln_y) {
+  if (kiln_box_key(kiln_y) < kiln_box_key(kiln_x)) {
+    const kiln_box_axis<kiln_I> kiln_t = kiln_x;
+    kiln_x = kiln_y;
+    kiln_y = kiln_t;
+  }
+}
+// Orders a staged operand's three box axes by its |stride|, fastest first, so that consecutive
+// threads walking the box in that order walk the operand's memory in order.
+template <class kiln_I>
+__device__ __forceinline__ void kiln_box_order(kiln_box_axis<kiln_I>& kiln_a,
+                                               kiln_box_axis<kiln_I>& kiln_b,
+                                               kiln_box_axis<kiln_I>& kiln_c) {
+  kiln_box_swap(kiln_a, kiln_b);
+  kiln_box_swap(kiln_b, kiln_c);
+  kiln_box_swap(kiln_a, kiln_b);
+}
+
 // A multi-index for raw arrays: x[{i0, i1}] or x[idx] with idx an integer array.
 template <int kiln_nd>
 struct kiln_multi_index {

@@ -37,7 +37,13 @@ bool is_loop_operand(const ElementwiseSpec& s, const Param& p, int k) {
 }
 
 void emit_signature(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
-  w.line("extern \"C\" __global__ void {}(", def.name);
+  if (s.layout == Layout::packed)
+    // Unbounded, a packed kernel of two staged float32 inputs took 106 registers (2 blocks an
+    // SM); bounded to 4 blocks it takes 64 with no spill (float64: 3 blocks, 80).
+    w.line("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(", kTiledThreads,
+           s.widest_array_item() <= 4 ? 4 : 3, def.name);
+  else
+    w.line("extern \"C\" __global__ void {}(", def.name);
   for (int k = 0; k < s.nparams; ++k) w.line("    {},", kernel_param(def, s, k));
   const bool shaped = s.layout != Layout::contiguous;
   w.line("    {} kiln_n{}", abi_type(elementwise_arg(s, s.nparams)), shaped ? "," : ") {");
@@ -745,6 +751,241 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   w.line("  }}");
 }
 
+// ---- packed loop ----
+
+// A box of (2^kiln_t elements of A, all of B, all of C), the loop's last three axes, per
+// block; blocks take boxes in turn (A's boxes fastest, then the batch axes, unravelled once per
+// box). Staged inputs first: each thread walks box elements t, t + 256, ... in the operand's
+// own memory order (kiln_box_order: its axes by stride), loads them, and writes each to its
+// place in the shared box (PackedBox's pitches). Then every thread walks the box in its own
+// order (C fastest), along which direct operands are contiguous: loads, the operation (staged
+// values from the shared box), stores. A thread loads `unroll` elements before using any, so
+// that many loads stay in flight; indices within a box are decoded with the loop's divisors
+// (B's and C's are their extents; A's box extent is a power of two).
+void emit_packed(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
+  const int nd = s.ndim, ax = nd - 3, bx = nd - 2, cx = nd - 1;
+  const int u = kPackedUnroll;
+  const auto all = loop_arrays(def, s);
+  w.line(
+      "  const kiln_idx kiln_na = kiln_shape.kiln_v[{}], kiln_nb = kiln_shape.kiln_v[{}], kiln_nc "
+      "= kiln_shape.kiln_v[{}];",
+      ax, bx, cx);
+  w.line("  const int kiln_la = int(kiln_shape.kiln_t);");
+  w.line("  const kiln_idx kiln_ta = kiln_idx(1) << kiln_la;");
+  w.line(
+      "  const kiln_uidx kiln_box = kiln_uidx(kiln_ta) * kiln_uidx(kiln_nb) * "
+      "kiln_uidx(kiln_nc);");
+  w.line("  const kiln_idx kiln_pb = kiln_nc | 1, kiln_pa = (kiln_nb * kiln_pb) | 1;");
+  w.line("  (void)kiln_pa; (void)kiln_pb;");
+  bool staged = false;
+  std::string offset = "0";
+  for (const auto& o : all)
+    if (s.staged(o.k)) {
+      const auto& n = o.p->name;
+      if (!staged) {
+        w.line("  extern __shared__ __align__(16) unsigned char kiln_box_sm[];");
+        w.line(
+            "  const kiln_uidx kiln_box_sh = (kiln_uidx(kiln_pa) * kiln_uidx(kiln_ta) + 15) / 16 * "
+            "16;");
+      }
+      staged = true;
+      w.line("  {0}* const kiln_t_{1} = reinterpret_cast<{0}*>(kiln_box_sm + {2});", ctype(s, o.k),
+             n, offset);
+      offset += fmt::format(" + kiln_box_sh * sizeof({})", ctype(s, o.k));
+      w.line(
+          "  kiln_box_axis<kiln_idx> kiln_w0_{0}{{kiln_ta, 0, kiln_la, kiln_p_{0}.kiln_s[{1}], "
+          "kiln_pa, true}};",
+          n, ax);
+      w.line(
+          "  kiln_box_axis<kiln_idx> kiln_w1_{0}{{kiln_nb, kiln_shape.kiln_m[{1}], "
+          "kiln_shape.kiln_s[{1}], kiln_p_{0}.kiln_s[{1}], kiln_pb, false}};",
+          n, bx);
+      w.line(
+          "  kiln_box_axis<kiln_idx> kiln_w2_{0}{{kiln_nc, kiln_shape.kiln_m[{1}], "
+          "kiln_shape.kiln_s[{1}], kiln_p_{0}.kiln_s[{1}], 1, false}};",
+          n, cx);
+      w.line("  kiln_box_order(kiln_w0_{0}, kiln_w1_{0}, kiln_w2_{0});", n);
+    }
+  w.line("  kiln_uidx kiln_tiles = kiln_uidx(kiln_shape.kiln_d[{}]);", ax);
+  for (int d = 0; d < ax; ++d) w.line("  kiln_tiles *= kiln_uidx(kiln_shape.kiln_v[{}]);", d);
+  w.line(
+      "  for (kiln_uidx kiln_tile = blockIdx.x; kiln_tile < kiln_tiles; kiln_tile += gridDim.x) "
+      "{{");
+  w.line(
+      "    kiln_uidx kiln_rem = kiln_fastdiv(kiln_tile, kiln_shape.kiln_m[{0}], "
+      "kiln_shape.kiln_s[{0}]);",
+      ax);
+  w.line(
+      "    const kiln_idx kiln_a0 = kiln_idx(kiln_tile - kiln_rem * "
+      "kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_la;",
+      ax);
+  w.line(
+      "    const kiln_idx kiln_lim = kiln_na - kiln_a0 < kiln_ta ? kiln_na - kiln_a0 : kiln_ta;");
+  for (const auto& o : all)
+    w.line("    char* kiln_b_{0} = kiln_p_{0}.kiln_p + kiln_a0 * kiln_p_{0}.kiln_s[{1}];",
+           o.p->name, ax);
+  w.line("    kiln_idx kiln_bi = kiln_a0 * kiln_shape.kiln_e[{}];", ax);
+  for (int d = ax - 1; d >= 0; --d) {
+    w.line("    {{");
+    if (d > 0) {
+      w.line(
+          "      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], "
+          "kiln_shape.kiln_s[{0}]);",
+          d);
+      w.line(
+          "      const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * "
+          "kiln_uidx(kiln_shape.kiln_d[{}]));",
+          d);
+      w.line("      kiln_rem = kiln_q;");
+    } else {
+      w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem);");
+    }
+    for (const auto& o : all)
+      w.line("      kiln_b_{0} += kiln_c * kiln_p_{0}.kiln_s[{1}];", o.p->name, d);
+    w.line("      kiln_bi += kiln_c * kiln_shape.kiln_e[{}];", d);
+    w.line("    }}");
+  }
+  if (staged) {
+    w.line(
+        "    if (kiln_tile != blockIdx.x) __syncthreads();  // the last box's shared reads are "
+        "done");
+    // Every staged input's loads in one walk: more of them in flight.
+    w.line("    for (kiln_uidx kiln_f = threadIdx.x; kiln_f < kiln_box; kiln_f += {} * {}) {{", u,
+           kTiledThreads);
+    for (const auto& o : all)
+      if (s.staged(o.k)) {
+        w.line("      {} kiln_v_{}[{}];", ctype(s, o.k), o.p->name, u);
+        w.line("      kiln_uidx kiln_at_{}[{}];", o.p->name, u);
+        w.line("      bool kiln_ok_{}[{}];", o.p->name, u);
+      }
+    w.line("#pragma unroll");
+    w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+    w.line("        const kiln_uidx kiln_g = kiln_f + kiln_u * {};", kTiledThreads);
+    for (const auto& o : all) {
+      if (!s.staged(o.k)) continue;
+      const auto& n = o.p->name;
+      w.line("        {{");
+      w.line(
+          "          const kiln_uidx kiln_q0 = kiln_fastdiv(kiln_g, kiln_w0_{0}.kiln_m, "
+          "kiln_w0_{0}.kiln_sh);",
+          n);
+      w.line(
+          "          const kiln_uidx kiln_q1 = kiln_fastdiv(kiln_q0, kiln_w1_{0}.kiln_m, "
+          "kiln_w1_{0}.kiln_sh);",
+          n);
+      w.line(
+          "          const kiln_idx kiln_r0 = kiln_idx(kiln_g - kiln_q0 * "
+          "kiln_uidx(kiln_w0_{0}.kiln_n));",
+          n);
+      w.line(
+          "          const kiln_idx kiln_r1 = kiln_idx(kiln_q0 - kiln_q1 * "
+          "kiln_uidx(kiln_w1_{0}.kiln_n));",
+          n);
+      w.line("          const kiln_idx kiln_r2 = kiln_idx(kiln_q1);");
+      w.line(
+          "          kiln_ok_{0}[kiln_u] = kiln_g < kiln_box && (!kiln_w0_{0}.kiln_chunked || "
+          "kiln_r0 < kiln_lim) && (!kiln_w1_{0}.kiln_chunked || kiln_r1 < kiln_lim) && "
+          "(!kiln_w2_{0}.kiln_chunked || kiln_r2 < kiln_lim);",
+          n);
+      w.line(
+          "          kiln_at_{0}[kiln_u] = kiln_uidx(kiln_r0 * kiln_w0_{0}.kiln_pitch + kiln_r1 * "
+          "kiln_w1_{0}.kiln_pitch + kiln_r2 * kiln_w2_{0}.kiln_pitch);",
+          n);
+      w.line(
+          "          if (kiln_ok_{0}[kiln_u]) kiln_v_{0}[kiln_u] = *reinterpret_cast<const {1}*>("
+          "kiln_b_{0} + kiln_r0 * kiln_w0_{0}.kiln_st + kiln_r1 * kiln_w1_{0}.kiln_st + kiln_r2 * "
+          "kiln_w2_{0}.kiln_st);",
+          n, ctype(s, o.k));
+      w.line("        }}");
+    }
+    w.line("      }}");
+    w.line("#pragma unroll");
+    w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+    for (const auto& o : all)
+      if (s.staged(o.k))
+        w.line(
+            "        if (kiln_ok_{0}[kiln_u]) kiln_t_{0}[kiln_at_{0}[kiln_u]] = "
+            "kiln_v_{0}[kiln_u];",
+            o.p->name);
+    w.line("      }}");
+    w.line("    }}");
+    w.line("    __syncthreads();");
+  }
+  // The box in its own order: direct operands along lines, staged ones from the shared box.
+  w.line("    for (kiln_uidx kiln_f = threadIdx.x; kiln_f < kiln_box; kiln_f += {} * {}) {{", u,
+         kTiledThreads);
+  for (const auto& o : all) w.line("      {} kiln_r_{}[{}];", ctype(s, o.k), o.p->name, u);
+  w.line("      kiln_idx kiln_i[{}], kiln_a[{}], kiln_bc[{}];", u, u, u);
+  w.line("      bool kiln_ok[{}];", u);
+  w.line("#pragma unroll");
+  w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("        const kiln_uidx kiln_g = kiln_f + kiln_u * {};", kTiledThreads);
+  w.line(
+      "        const kiln_uidx kiln_q = kiln_fastdiv(kiln_g, kiln_shape.kiln_m[{0}], "
+      "kiln_shape.kiln_s[{0}]);",
+      cx);
+  w.line(
+      "        const kiln_uidx kiln_qa = kiln_fastdiv(kiln_q, kiln_shape.kiln_m[{0}], "
+      "kiln_shape.kiln_s[{0}]);",
+      bx);
+  w.line("        const kiln_idx kiln_c = kiln_idx(kiln_g - kiln_q * kiln_uidx(kiln_nc));");
+  w.line("        const kiln_idx kiln_b = kiln_idx(kiln_q - kiln_qa * kiln_uidx(kiln_nb));");
+  w.line("        kiln_a[kiln_u] = kiln_idx(kiln_qa);");
+  w.line("        kiln_bc[kiln_u] = kiln_b * kiln_pb + kiln_c;");
+  w.line("        kiln_ok[kiln_u] = kiln_g < kiln_box && kiln_a[kiln_u] < kiln_lim;");
+  w.line(
+      "        kiln_i[kiln_u] = kiln_bi + kiln_a[kiln_u] * kiln_shape.kiln_e[{}] + kiln_b * "
+      "kiln_shape.kiln_e[{}] + kiln_c * kiln_shape.kiln_e[{}];",
+      ax, bx, cx);
+  w.line("        if (kiln_ok[kiln_u]) {{");
+  for (const auto& o : all) {
+    if (!o.load) continue;
+    const auto& n = o.p->name;
+    if (s.staged(o.k))
+      w.line(
+          "          kiln_r_{0}[kiln_u] = kiln_t_{0}[kiln_a[kiln_u] * kiln_pa + kiln_bc[kiln_u]];",
+          n);
+    else
+      w.line(
+          "          kiln_r_{0}[kiln_u] = *reinterpret_cast<const {1}*>(kiln_b_{0} + "
+          "kiln_a[kiln_u] * kiln_p_{0}.kiln_s[{2}] + kiln_b * kiln_p_{0}.kiln_s[{3}] + kiln_c * "
+          "kiln_p_{0}.kiln_s[{4}]);",
+          n, ctype(s, o.k), ax, bx, cx);
+  }
+  w.line("        }}");
+  w.line("      }}");
+  w.line("#pragma unroll");
+  w.line("      for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
+  w.line("        if (!kiln_ok[kiln_u]) continue;");
+  w.line("        {}", body_call(def, s, "kiln_i[kiln_u]", [](int, const Param& p) {
+           return fmt::format("kiln_r_{}[kiln_u]", p.name);
+         }));
+  bool any_out = false;
+  for (const auto& o : all)
+    if (o.p->is_output) {
+      if (!any_out) {
+        // The output's place from its coordinates again (cheaper in registers than keeping
+        // each element's offset).
+        w.line("        const kiln_uidx kiln_g = kiln_f + kiln_u * {};", kTiledThreads);
+        w.line(
+            "        const kiln_uidx kiln_q = kiln_fastdiv(kiln_g, kiln_shape.kiln_m[{0}], "
+            "kiln_shape.kiln_s[{0}]);",
+            cx);
+        w.line("        const kiln_idx kiln_c = kiln_idx(kiln_g - kiln_q * kiln_uidx(kiln_nc));");
+        w.line("        const kiln_idx kiln_b = kiln_idx(kiln_q) - kiln_a[kiln_u] * kiln_nb;");
+      }
+      any_out = true;
+      w.line(
+          "        *reinterpret_cast<{1}*>(kiln_b_{0} + kiln_a[kiln_u] * kiln_p_{0}.kiln_s[{2}] + "
+          "kiln_b * kiln_p_{0}.kiln_s[{3}] + kiln_c * kiln_p_{0}.kiln_s[{4}]) = "
+          "kiln_r_{0}[kiln_u];",
+          o.p->name, ctype(s, o.k), ax, bx, cx);
+    }
+  w.line("      }}");
+  w.line("    }}");
+  w.line("  }}");
+}
+
 }  // namespace
 
 std::size_t tiled_shared_bytes(const ElementwiseSpec& s) {
@@ -798,6 +1039,8 @@ std::string emit_elementwise(const ElementwiseDefinition& def, const Elementwise
   emit_uniform_loads(w, def, s);
   if (s.layout == Layout::tiled) {
     emit_tiled(w, def, s);
+  } else if (s.layout == Layout::packed) {
+    emit_packed(w, def, s);
   } else {
     w.line("  const kiln_uidx kiln_tid = kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x;");
     w.line("  const kiln_uidx kiln_nthreads = kiln_uidx(gridDim.x) * blockDim.x;");

@@ -125,6 +125,14 @@ LaunchGeometry tiled_geometry(std::int64_t tiles) {
   return g;
 }
 
+std::size_t packed_shared_bytes(const ElementwiseSpec& s, const PackedBox& box) {
+  std::size_t bytes = 0;
+  for (int k = 0; k < s.nparams; ++k)
+    if (s.kind(k) == OperandKind::array && s.staged(k))
+      bytes += std::size_t(box.shared_elements()) * s.param_dtype(k).itemsize();
+  return bytes;
+}
+
 ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int64_t n, int block,
                                      int sm_count) {
   ReductionGeometry g;

@@ -130,7 +130,7 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
         4);
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 4, .staged = 1}),
-      Catch::Contains("tiled kernels take 1"));
+      Catch::Contains("tiled and packed kernels take 1"));
   CHECK_THROWS_WITH(k.make_spec(f32, {.raw_ndim = 33}),
                     Catch::Contains("raw_ndim 33 is outside 0..32"));
   // Tiled: two dims or more, at least one staged loop array, within the shared memory limit.
@@ -146,10 +146,10 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
                     Catch::Contains("past the last (2)"));
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .staged = 1}),
-      Catch::Contains("staged is for tiled kernels and gathered ones with whole rows"));
+      Catch::Contains("staged is for tiled and packed kernels and gathered ones with whole rows"));
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 2, .staged = 1}),
-      Catch::Contains("tiled kernels take 1"));
+      Catch::Contains("tiled and packed kernels take 1"));
   ElementwiseKernel wide("complex128 a, complex128 b, complex128 c", "complex128 z",
                          "z = a + b + c", "wide");
   const std::vector<dtype> c128(3, complex128);
@@ -229,7 +229,8 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // x, y or both, and of pairs, read whole by x, y or both), and tiled ndim 2..3 with nothing
   // (row tiles: by one element and by pairs along the cols), x, y or both transposed (units of
   // cols and rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2), each with 32- and 64-bit indices.
-  CHECK(specs.size() == 2 * (3 + 3 + (1 + 2 * (1 + 4 + 3)) + 2 * (2 + 3 * 4)));
+  // Packed ndim 3 with both inputs staged.
+  CHECK(specs.size() == 2 * (3 + 3 + (1 + 2 * (1 + 4 + 3)) + 2 * (2 + 3 * 4) + 1));
   int gathered = 0, gathered_pairs = 0, read_whole = 0;
   for (const auto& s : specs)
     if (s.layout == codegen::Layout::gathered) {
@@ -442,13 +443,94 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc.T(), cz}).layout == Layout::strided);
 }
 
-TEST_CASE("inputs permuted against both axes of a tile are copied to C order first", "[ops]") {
-  ElementwiseKernel sub("T x, T y", "T z", "z = x - y", "plan_sub_scattered");
-  // (288, 320, 39, 19): x runs fastest along axis 2, y along axis 0, z along the last. The tile
-  // pairs x's axis with the last; y would be read a sector per element.
+TEST_CASE("packed kernels compile for sm_90 for every dtype class, staged pattern and width",
+          "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  const ElementwiseKernel k("T x, T y", "T z", "z = x - y + T(i & 1)", "packed_compile");
+  for (dtype t : {bool_, int8, float16, bfloat16, int32, float32, float64, complex128}) {
+    INFO(t.name());
+    int packed = 0;
+    for (const auto& s : k.specs({.dtypes = {t, t}, .max_ndim = 4}))
+      if (s.layout == codegen::Layout::packed) {
+        ++packed;
+        CHECK_FALSE(k.compile_for(s, 90).cubin.empty());
+      }
+    CHECK(packed == 2 * 2);  // ndim 3 and 4, both inputs staged; 32- and 64-bit indices
+  }
+}
+
+TEST_CASE("two inputs permuted differently run in packed boxes", "[ops]") {
+  ElementwiseKernel sub("T x, T y", "T z", "z = x - y", "plan_sub_packed");
+  using codegen::Layout;
+  // (288, 320, 39, 19): x runs fastest along axis 2, y along axis 0, z along the last. A tile
+  // pairs one axis with the last; a box of (8 of axis 0, axis 2, axis 3) holds both.
   const ndarray x = untouched({19, 320, 288, 39}).transpose(Shape{2, 1, 3, 0});
   const ndarray y = untouched({19, 39, 320, 288}).transpose(Shape{3, 2, 1, 0});
   const ndarray z = untouched({288, 320, 39, 19});
+  REQUIRE(x.shape() == z.shape());
+  REQUIRE(y.shape() == z.shape());
+  for (const auto& [a, b] : {std::pair{x, y}, std::pair{y, x}}) {
+    const auto p = plan_of(sub, {a, b, z});
+    CHECK((p.layout == Layout::packed && p.ndim == 4 && p.staged(0) && p.staged(1) &&
+           !p.staged(2) && p.vector_width == 1));
+  }
+  // Reversed along its axis, y is staged all the same; float64 and complex128 boxes fit too.
+  const slice rev(std::nullopt, std::nullopt, -1);
+  CHECK(plan_of(sub, {x, y(rev, all, all, all), z}).layout == Layout::packed);
+  for (dtype t : {float64, complex128}) {
+    const ndarray xt = untouched({19, 320, 288, 39}, t).transpose(Shape{2, 1, 3, 0});
+    const ndarray yt = untouched({19, 39, 320, 288}, t).transpose(Shape{3, 2, 1, 0});
+    CHECK(plan_of(sub, {xt, yt, untouched({288, 320, 39, 19}, t)}).layout == Layout::packed);
+  }
+  // The GPU tests' shapes (elementwise_layouts_gpu_test.cpp) run in boxes in every dtype.
+  for (dtype t : {bool_, int8, uint16, int32, int64, float16, bfloat16, float32, float64, complex64,
+                  complex128}) {
+    INFO(t.name());
+    CHECK(plan_of(sub, {untouched({9, 7, 40, 32}, t).transpose(Shape{2, 1, 3, 0}),
+                        untouched({9, 32, 7, 40}, t).transpose(Shape{3, 2, 1, 0}),
+                        untouched({40, 7, 32, 9}, t)})
+              .layout == Layout::packed);
+    CHECK(plan_of(sub, {untouched({17, 3, 50, 36}, t).transpose(Shape{2, 1, 3, 0}),
+                        untouched({17, 36, 3, 50}, t).transpose(Shape{3, 2, 1, 0}),
+                        untouched({50, 3, 36, 17}, t)})
+              .layout == Layout::packed);
+  }
+  const auto big = plan_of(sub, {untouched({8, 1366, 4096, 48}, int8).transpose(Shape{2, 1, 3, 0}),
+                                 untouched({8, 48, 1366, 4096}, int8).transpose(Shape{3, 2, 1, 0}),
+                                 untouched({4096, 1366, 48, 8}, int8)});
+  CHECK((big.layout == Layout::packed && big.index_bits == 64));
+  // One staged axis (permuted alike, or beside a contiguous or broadcast input): a tile serves,
+  // however short its axes.
+  CHECK(plan_of(sub, {x, x, z}).layout == Layout::tiled);
+  CHECK(plan_of(sub, {x, z, z}).layout == Layout::tiled);
+  CHECK(plan_of(sub, {x, untouched({288, 1, 1, 1}), z}).layout == Layout::tiled);
+  const ndarray s6 = untouched({37, 100, 6}).transpose(Shape{0, 2, 1});
+  CHECK(plan_of(sub, {s6, untouched({37, 6, 100}), untouched({37, 6, 100})}).layout ==
+        Layout::tiled);
+  // A box that would read int8 four bytes at a time along y's axis (axis 2 x axis 3 leaves
+  // room for 4 of axis 0): a tile and a copy of y instead.
+  const ndarray xi = untouched({19, 330, 2048, 169}, int8).transpose(Shape{2, 1, 3, 0});
+  const ndarray yi = untouched({19, 169, 330, 2048}, int8).transpose(Shape{3, 2, 1, 0});
+  const auto i8 = plan_of(sub, {xi, yi, untouched({2048, 330, 169, 19}, int8)});
+  CHECK(i8.layout == Layout::tiled);
+  // Into an output not contiguous along the loop's last axis (reading the flat index keeps
+  // the loop's order), and with a block size other than 256: no boxes.
+  ElementwiseKernel indexed("T x, T w", "T z", "z = x - w + (T)i", "plan_packed_index");
+  CHECK(plan_of(indexed, {x, z, y}).layout != Layout::packed);
+  CHECK(plan_of(sub, {x, y, z}, {.block_size = 128}).layout != Layout::packed);
+  // Reading the flat index with a C-contiguous output: boxes, i from the loop's steps.
+  CHECK(plan_of(indexed, {x, y, z}).layout == Layout::packed);
+}
+
+TEST_CASE("inputs permuted against both axes of a tile are copied to C order first", "[ops]") {
+  ElementwiseKernel sub("T x, T y", "T z", "z = x - y", "plan_sub_scattered");
+  // (288, 320, 390, 190): x runs fastest along axis 2, y along axis 0, z along the last, all
+  // too long for a box (axis 0 x axis 3 alone is 214 KiB of float32). The tile pairs x's axis
+  // with the last; y would be read a sector per element.
+  const ndarray x = untouched({190, 320, 288, 390}).transpose(Shape{2, 1, 3, 0});
+  const ndarray y = untouched({190, 390, 320, 288}).transpose(Shape{3, 2, 1, 0});
+  const ndarray z = untouched({288, 320, 390, 190});
   REQUIRE(x.shape() == z.shape());
   REQUIRE(y.shape() == z.shape());
   CHECK(scattered_of(sub, {x, y, z}) == 0b10);
@@ -459,15 +541,15 @@ TEST_CASE("inputs permuted against both axes of a tile are copied to C order fir
   CHECK(scattered_of(sub, {x, untouched({288, 1, 1, 1}), z}) == 0);
   // Broadcast along the last axis (one element a tile row), however it runs elsewhere.
   const ndarray yb =
-      untouched({19, 39, 320, 288}).transpose(Shape{3, 2, 1, 0})(all, all, all, slice(0, 1));
+      untouched({190, 390, 320, 288}).transpose(Shape{3, 2, 1, 0})(all, all, all, slice(0, 1));
   CHECK(scattered_of(sub, {x, yb, z}) == 0);
   // Into an output not in C order, a copy in C order would not run along the loop.
-  const ndarray zt = untouched({19, 39, 320, 288}).transpose(Shape{3, 2, 1, 0});
+  const ndarray zt = untouched({190, 390, 320, 288}).transpose(Shape{3, 2, 1, 0});
   CHECK(scattered_of(sub, {x, y, zt}) == 0);
   // Under 4 MiB a second launch costs more than it saves.
-  const ndarray xs = untouched({19, 20, 28, 39}).transpose(Shape{2, 1, 3, 0});
-  const ndarray ys = untouched({19, 39, 20, 28}).transpose(Shape{3, 2, 1, 0});
-  CHECK(scattered_of(sub, {xs, ys, untouched({28, 20, 39, 19})}) == 0);
+  const ndarray xs = untouched({190, 4, 28, 39}).transpose(Shape{2, 1, 3, 0});
+  const ndarray ys = untouched({190, 39, 4, 28}).transpose(Shape{3, 2, 1, 0});
+  CHECK(scattered_of(sub, {xs, ys, untouched({28, 4, 39, 190})}) == 0);
   // Outputs are written in place, whatever their layout.
   ElementwiseKernel two("T x", "T y, T w", "y = x; w = x", "plan_two_outputs");
   CHECK(scattered_of(two, {x, z, y}) == 0);

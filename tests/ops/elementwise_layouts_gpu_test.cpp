@@ -246,7 +246,8 @@ void check_families() {
     const auto w = Base<T>::random({3, 97, 35}), z = Base<T>::random({3, 35, 97});
     check_sub<T>("35 x 97 transposed", w, w.dev.transpose({0, 2, 1}), z, z.dev, {3, 35, 97}, whole);
     // Two inputs permuted differently, each contiguous along an axis of its own, past 4 MiB:
-    // the tile follows the first, the second is copied to C order first.
+    // boxes of (axis 2, axis 0, axis 3); for 1-byte dtypes (the box would read 24 bytes at a
+    // time along y's axis) the tile follows the first, the second is copied to C order first.
     const auto p = Base<T>::random({70, 40, 24, 64}), q = Base<T>::random({70, 64, 40, 24});
     check_sub<T>("permuted differently", p, p.dev.transpose({2, 1, 3, 0}), q,
                  q.dev.transpose({3, 2, 1, 0}), {24, 40, 64, 70}, whole);
@@ -254,6 +255,41 @@ void check_families() {
     const auto u = Base<T>::random({90, 45}), v = Base<T>::random({90, 45});
     check_sub<T>("all transposed", u, u.dev.T(), v, v.dev.T(), {90, 45},
                  [](const ndarray& o) { return o.T(); });
+  }
+  SECTION("short axes beside the last") {
+    // An input contiguous along a short axis next to the last (tiles 8 high over 6 rows), the
+    // same read backwards, beside a broadcast column; a long axis against a last one of 35,
+    // into every other row of an output.
+    const slice rev(std::nullopt, std::nullopt, -1);
+    const auto x = Base<T>::random({37, 100, 6}), y = Base<T>::random({37, 6, 100});
+    const ndarray xt = x.dev.transpose({0, 2, 1});  // (37, 6, 100)
+    check_sub<T>("contiguous along a short middle axis", x, xt, y, y.dev, {37, 6, 100}, whole);
+    check_sub<T>("the same read backwards", x, x.dev(rev, all, rev).transpose({0, 2, 1}), y, y.dev,
+                 {37, 6, 100}, whole);
+    const auto col = Base<T>::random({37, 6, 1});
+    check_sub<T>("beside a broadcast column", x, xt, col, col.dev, {37, 6, 100}, whole);
+    const auto a = Base<T>::random({35, 17, 300}), b = Base<T>::random({300, 17, 35});
+    check_sub<T>("300 against 35 into every other row", a, a.dev.transpose({2, 1, 0}), b, b.dev,
+                 {600, 17, 35},
+                 [](const ndarray& o) { return o(slice(0, std::nullopt, 2), all, all); });
+  }
+  SECTION("two inputs permuted differently (packed boxes)") {
+    // x contiguous along axis 2, y along axis 0, z along the last: boxes of (a chunk of axis 0,
+    // axis 2, axis 3), each input read in its own order (boxes of 4 to 64 of axis 0's 40 rows
+    // by dtype: for most the last box part empty). y read backwards along its axis; into a
+    // reversed output.
+    const slice rev(std::nullopt, std::nullopt, -1);
+    const auto p = Base<T>::random({9, 7, 40, 32}), q = Base<T>::random({9, 32, 7, 40});
+    const ndarray pt = p.dev.transpose({2, 1, 3, 0}), qt = q.dev.transpose({3, 2, 1, 0});
+    check_sub<T>("permuted differently", p, pt, q, qt, {40, 7, 32, 9}, whole);
+    check_sub<T>("the second read backwards", p, pt, q,
+                 q.dev(all, all, all, rev).transpose({3, 2, 1, 0}), {40, 7, 32, 9}, whole);
+    check_sub<T>("into a reversed output", p, pt, q, qt, {40, 7, 32, 9},
+                 [&](const ndarray& o) { return o(rev, all, all, all); });
+    // Over a batch axis of 3 and an odd last axis of 17.
+    const auto u = Base<T>::random({17, 3, 50, 36}), v = Base<T>::random({17, 36, 3, 50});
+    check_sub<T>("permuted differently over a batch axis", u, u.dev.transpose({2, 1, 3, 0}), v,
+                 v.dev.transpose({3, 2, 1, 0}), {50, 3, 36, 17}, whole);
   }
   SECTION("slices") {
     const auto x = Base<T>::random({61, 131}), y = Base<T>::random({61, 131});
@@ -345,6 +381,14 @@ TEST_CASE("the flat index i stays in C order of the loop on permuted and broadca
     check_case<float>("permuted output " + perm.str(), {{&y, y.dev}}, pb, out, op,
                       [&] { k(y.dev, out); });
   }
+  // Two inputs permuted differently (packed boxes).
+  ElementwiseKernel k2("T x, T w", "T z", "z = x - w + (T)i", "layouts_index_two");
+  auto op2 = [](const std::vector<float>& a, std::int64_t j) { return a[0] - a[1] + float(j); };
+  const auto p = Base<float>::random({9, 7, 40, 32}), q = Base<float>::random({9, 32, 7, 40});
+  const ndarray pt = p.dev.transpose({2, 1, 3, 0}), qt = q.dev.transpose({3, 2, 1, 0});
+  const auto pb = Base<float>::poisoned(pt.shape());
+  check_case<float>("permuted differently", {{&p, pt}, {&q, qt}}, pb, pb.dev, op2,
+                    [&] { k2(pt, qt, pb.dev); });
   const auto col = Base<float>::random({300, 1});
   const auto ob = Base<float>::poisoned({300, 64});
   check_case<float>("broadcast column", {{&col, col.dev}}, ob, ob.dev, op,
@@ -374,7 +418,7 @@ TEST_CASE("in place on a permuted view, with a broadcast operand", "[ops][gpu]")
                     });
 }
 
-TEST_CASE("broadcast and tiled loops past 2^31 elements index with 64 bits", "[ops][gpu]") {
+TEST_CASE("broadcast, tiled and packed loops past 2^31 elements index with 64 bits", "[ops][gpu]") {
   ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub_big");
   // An outer difference of 65539 x 32771 int8 (2.1e9 elements): row tiles (an odd last axis
   // holds no vectors).
@@ -391,6 +435,33 @@ TEST_CASE("broadcast and tiled loops past 2^31 elements index with 64 bits", "[o
     for (std::int64_t i = 0; i < r; ++i)
       for (std::int64_t j = 0; j < c; ++j)
         bad += got[std::size_t(i * c + j)] != std::int8_t(hx[std::size_t(i)] - hy[std::size_t(j)]);
+    CHECK(bad == 0);
+  }
+  // Two int8 inputs permuted differently over (4096, 1366, 48, 8), 2^31 + 1048576 elements:
+  // packed boxes of (32 of axis 0, 48, 8) with 64-bit indices.
+  {
+    const std::int64_t na = 4096, n1 = 1366, nb = 48, nc = 8;
+    ElementwiseKernel gen_x("", "int8 z", "z = (signed char)((i >> 20) ^ (i * 7))",
+                            "layouts_gen_big");
+    ElementwiseKernel gen_y("", "int8 z", "z = (signed char)((i >> 17) ^ (i * 3))",
+                            "layouts_gen_big_y");
+    ndarray xb(Shape{nc, n1, na, nb}, int8), yb(Shape{nc, nb, n1, na}, int8);
+    gen_x(xb);
+    gen_y(yb);
+    ndarray z(Shape{na, n1, nb, nc}, int8);
+    z.fill(std::int8_t(0x5A));
+    k(xb.transpose({2, 1, 3, 0}), yb.transpose({3, 2, 1, 0}), z);
+    const auto got = z.get<std::int8_t>();
+    std::size_t bad = 0, at = 0;
+    for (std::int64_t a = 0; a < na; ++a)
+      for (std::int64_t n = 0; n < n1; ++n)
+        for (std::int64_t b = 0; b < nb; ++b)
+          for (std::int64_t c = 0; c < nc; ++c, ++at) {
+            const std::int64_t xi = ((c * n1 + n) * na + a) * nb + b;  // xb[c, n, a, b]
+            const std::int64_t yi = ((c * nb + b) * n1 + n) * na + a;  // yb[c, b, n, a]
+            bad += got[at] != std::int8_t(std::int8_t((xi >> 20) ^ (xi * 7)) -
+                                          std::int8_t((yi >> 17) ^ (yi * 3)));
+          }
     CHECK(bad == 0);
   }
   // A transposed operand over 2^31 + 65 x 65535... elements: the tiled loop.

@@ -503,9 +503,10 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
         std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
   // Every layout variant (float32 strided: one width; gathered; tiled: row tiles by one element
-  // and by pairs, x, y or both transposed with 4 unit pairs), the docs' 148 (docs/manifest.md).
+  // and by pairs, x, y or both transposed with 4 unit pairs; packed ndim 3 and 4), the docs' 152
+  // (docs/manifest.md).
   CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() ==
-        2 * (3 + 4 + 25 + 3 * (2 + 3 * 4)));
+        2 * (3 + 4 + 25 + 3 * (2 + 3 * 4) + 2));
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);

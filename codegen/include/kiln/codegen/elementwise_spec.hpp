@@ -16,6 +16,9 @@
 //   s.layout = Layout::gathered; s.ndim = 4;       // z(21, 803, 384, 10) = x(..., 1) - y(803, 1,
 //   1) s.vector_width = 8;                            // float16: z by 16 bytes, x and y gathered
 //
+//   s.layout = Layout::packed; s.ndim = 4;         // x, y permuted differently
+//   s.params[0].staged = s.params[1].staged = 1;   // both through the shared box
+//
 //   s.layout = Layout::strided; s.ndim = 2;        // z = x[:, None] + y[None, :] (an outer sum)
 //   s.vector_width = 8;                            // float16: y and z by 16 bytes, x once
 //   s.unroll = default_unroll(s.layout, 8);
@@ -61,6 +64,14 @@ enum class Layout : std::uint8_t {
   // last axis holds whole vectors (log2_unit_cols), inputs `staged` read each vector in one
   // load instead.
   gathered,
+  // `ndim` >= 3 planned dims (batch..., A, B, C): each block takes a box of (2^kiln_shape.kiln_t
+  // of A, all of B, all of C) (launch_config.hpp: PackedBox). Operands contiguous along C (the
+  // first output's fastest axis) are read and written directly in the box's order; `staged`
+  // inputs, contiguous along A or B, are copied into a shared box first, each walking the box
+  // in its own memory order (its axes sorted by stride at run time), so every global access
+  // runs along lines where no tile could: two inputs permuted differently, contiguous along
+  // two different axes besides C. One element per access.
+  packed,
 };
 
 struct OperandSpec {
@@ -68,8 +79,9 @@ struct OperandSpec {
   OperandKind kind = OperandKind::array;
   std::uint8_t raw_ndim = 0;        // raw_array: the array's own ndim
   std::uint8_t raw_contiguous = 0;  // raw_array: C-contiguous, so x[i] needs no unravel
-  // tiled: the array is read/written along axis 0 (through shared memory); gathered with
-  // whole rows: the input reads each vector in one aligned load
+  // tiled: the array is read/written along axis 0 (through shared memory); packed: the input
+  // is read into the shared box in its own order; gathered with whole rows: the input reads
+  // each vector in one aligned load
   std::uint8_t staged = 0;
 };
 
@@ -85,7 +97,7 @@ inline std::size_t widest_array_item(std::span<const OperandSpec> params) {
 
 struct ElementwiseSpec {
   Layout layout = Layout::contiguous;
-  std::uint8_t ndim = 1;          // strided: planned dims (>= 1); tiled: >= 2; contiguous: 1
+  std::uint8_t ndim = 1;  // strided: planned dims (>= 1); tiled: >= 2; packed: >= 3; contiguous: 1
   std::uint8_t index_bits = 32;   // 32 or 64
   std::uint8_t vector_width = 1;  // contiguous, strided: elements per vector (16 bytes / widest)
   std::uint8_t unroll = 2;        // vectors per thread per loop iteration (default_unroll)

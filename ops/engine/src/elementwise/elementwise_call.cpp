@@ -40,6 +40,11 @@ struct ElementwiseKind {
     return kernel.compile_request(spec, arch);
   }
   Launch geometry(const KernelCall& c, const Plan& p, const cache::LoadedKernel& k) const {
+    if (p.spec.layout == Layout::packed) {
+      const auto g = codegen::tiled_geometry(p.tiles);
+      return {dim3(g.grid), dim3(unsigned(g.block_x)),
+              unsigned(codegen::packed_shared_bytes(p.spec, p.box))};
+    }
     const auto g = p.spec.layout == Layout::tiled
                        ? codegen::tiled_geometry(p.tiles)
                        : codegen::elementwise_geometry(p.spec, c.size, c.options.block_size,

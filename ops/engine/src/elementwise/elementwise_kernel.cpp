@@ -79,19 +79,27 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     throw TypeError(fmt::format("kernel '{}': make_spec takes {} or {} dtypes, got {}", def.name,
                                 def.nin, n, arg_dtypes.size()));
   if (layout.layout != Layout::contiguous && layout.layout != Layout::strided &&
-      layout.layout != Layout::tiled && layout.layout != Layout::gathered)
+      layout.layout != Layout::tiled && layout.layout != Layout::gathered &&
+      layout.layout != Layout::packed)
     throw ValueError(fmt::format(
-        "kernel '{}': layout must be contiguous, strided, tiled or gathered", def.name));
+        "kernel '{}': layout must be contiguous, strided, tiled, gathered or packed", def.name));
+  const bool packed = layout.layout == Layout::packed;
   const bool tiled = layout.layout == Layout::tiled;
   const bool strided = layout.layout != Layout::contiguous;
   if (tiled && layout.ndim < 2)
     throw ValueError(fmt::format(
         "kernel '{}': layout ndim {} is not possible here: tiled kernels take 2 or more", def.name,
         layout.ndim));
-  check_range(def.name, "ndim", layout.ndim, strided ? 1 : 0, kMaxNdim);
-  if (!tiled && layout.layout != Layout::gathered && layout.staged != 0)
+  if (packed && layout.ndim < 3)
     throw ValueError(fmt::format(
-        "kernel '{}': layout staged is for tiled kernels and gathered ones with whole rows",
+        "kernel '{}': layout ndim {} is not possible here: packed kernels take 3 or more (batch "
+        "axes, then the box's A, B and C)",
+        def.name, layout.ndim));
+  check_range(def.name, "ndim", layout.ndim, strided ? 1 : 0, kMaxNdim);
+  if (!tiled && !packed && layout.layout != Layout::gathered && layout.staged != 0)
+    throw ValueError(fmt::format(
+        "kernel '{}': layout staged is for tiled and packed kernels and gathered ones with whole "
+        "rows",
         def.name));
   check_range(def.name, "raw_ndim", layout.raw_ndim, 0, kMaxNdim);
   if (layout.index_bits != 32 && layout.index_bits != 64)
@@ -131,6 +139,25 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
                       "over {}",
                       def.name, codegen::tiled_shared_bytes(spec), codegen::kMaxTiledSharedBytes));
   }
+  if (packed) {
+    if (n < 64 && (layout.staged >> n) != 0)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout staged names a parameter past the last ({})", def.name, n - 1));
+    for (std::size_t k = 0; k < n; ++k)
+      if ((layout.staged >> k) & 1) {
+        if (def.params[k].raw || k >= std::size_t(def.nin))
+          throw ValueError(fmt::format(
+              "kernel '{}': layout staged names parameter '{}', which is not an array input (a "
+              "packed kernel stages inputs only)",
+              def.name, def.params[k].name));
+        spec.params[k].staged = 1;
+      }
+    if (layout.vector_width != 1 || layout.unit_cols != 1 || layout.unit_rows != 1)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout vector_width, unit_cols and unit_rows are 1 for packed kernels "
+          "(one element per access)",
+          def.name));
+  }
   const int max_width = int(16 / spec.widest_array_item());
   const int w = layout.vector_width;
   if (layout.layout == Layout::gathered &&
@@ -140,13 +167,13 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
         "bytes of the widest array dtype ({}), which is at most 4 bytes wide, or with whole "
         "rows (unit_cols = vector_width) a shorter power of two from 2",
         def.name, w, max_width));
-  if (tiled ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
+  if (tiled || packed ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
     throw ValueError(fmt::format(
         "kernel '{}': layout vector_width {} is not possible here: {} (a vector load is at most 16 "
         "bytes)",
         def.name, w,
-        tiled ? std::string("tiled kernels take 1")
-              : fmt::format("allowed {} for these dtypes", allowed_widths(max_width))));
+        tiled || packed ? std::string("tiled and packed kernels take 1")
+                        : fmt::format("allowed {} for these dtypes", allowed_widths(max_width))));
   spec.vector_width = std::uint8_t(w);
   spec.unroll = codegen::default_unroll(spec.layout, w);
   const bool any_staged = layout.staged != 0;
@@ -265,6 +292,18 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                                             .unit_cols = uc,
                                                             .unit_rows = ur})));
           }
+    // Packed boxes (two inputs permuted differently): every array input staged, where there
+    // are two or more.
+    std::uint64_t all_inputs = 0;
+    for (int k = 0; k < nin(); ++k)
+      if (probe.kind(k) == OperandKind::array) all_inputs |= std::uint64_t(1) << k;
+    if (std::popcount(all_inputs) >= 2)
+      for (int nd = 3; nd <= t.max_ndim; ++nd)
+        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::packed,
+                                                        .ndim = nd,
+                                                        .index_bits = bits,
+                                                        .raw_ndim = t.raw_ndim,
+                                                        .staged = all_inputs})));
   }
   return out;
 }

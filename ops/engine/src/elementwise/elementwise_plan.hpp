@@ -2,10 +2,14 @@
 // The elementwise-specific step of a call: from the bound arrays to an ElementwiseSpec and the
 // arguments its kernel takes. Layout classes, in the order they are tried:
 //   contiguous  every operand C-contiguous over the loop (after collapsing): vectors of 16 bytes
+//   packed      two inputs contiguous along two different axes, neither the output's last
+//               (permuted differently): boxes of the three axes, each staged input read into
+//               shared memory in its own order
 //   tiled       some operand's fastest axis is not the loop's last (a transposed or permuted
 //               view): tiles of (its fastest axis, the last axis) over any batch axes, staged
 //               through shared memory where an access would cross lines; an input
-//               contiguous along a third axis is copied to C order first (Plan::scattered)
+//               contiguous along a third axis (where no box fits) is copied to C order first
+//               (Plan::scattered)
 //   strided     everything else (broadcasts, slices, negative steps, size-1 axes): items of
 //               consecutive elements, by vectors where strides and alignment allow
 //   gathered    a strided loop of 1- to 4-byte dtypes that takes no vectors, outputs contiguous:
@@ -32,7 +36,8 @@ struct ElementwisePlan {
   std::array<std::int8_t, kMaxParams> slot;  // parameter -> its index in `strides`
   int noperands = 0;
   codegen::TileShape tile;  // tiled: the tile for this loop
-  std::int64_t tiles = 0;   // tiled: how many
+  codegen::PackedBox box;   // packed: the box for this loop
+  std::int64_t tiles = 0;   // tiled, packed: how many tiles (boxes)
   // Inputs (bit k: parameter k) the tiled loop would read a sector per element: the call
   // copies them to C order and plans again.
   std::uint64_t scattered = 0;
