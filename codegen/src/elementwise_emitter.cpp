@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "kiln/codegen/device_header.hpp"
 #include "kiln/codegen/kernel_abi.hpp"
@@ -515,6 +516,49 @@ void emit_unit_access(SourceWriter& w, const ElementwiseSpec& s, const LoopOpera
   w.line("{}}}", indent);
 }
 
+// Opens the loop over a tiled or packed kernel's tiles (boxes), a block each in turn: their
+// count is the tile counts kiln_d of the `tiled` axes times the extents of the batch axes
+// 0..nbatch-1. kiln_rem starts as the tile's index past the last tiled axis' tile count.
+void emit_tile_loop(SourceWriter& w, std::initializer_list<int> tiled, int nbatch) {
+  std::string count;
+  for (int d : tiled)
+    count += fmt::format("{}kiln_uidx(kiln_shape.kiln_d[{}])", count.empty() ? "" : " * ", d);
+  w.line("  kiln_uidx kiln_tiles = {};", count);
+  for (int d = 0; d < nbatch; ++d) w.line("  kiln_tiles *= kiln_uidx(kiln_shape.kiln_v[{}]);", d);
+  w.line(
+      "  for (kiln_uidx kiln_tile = blockIdx.x; kiln_tile < kiln_tiles; kiln_tile += gridDim.x) "
+      "{{");
+  w.line(
+      "    kiln_uidx kiln_rem = kiln_fastdiv(kiln_tile, kiln_shape.kiln_m[{0}], "
+      "kiln_shape.kiln_s[{0}]);",
+      *(tiled.end() - 1));
+}
+
+// The batch axes 0..nbatch-1 of a tiled or packed loop: unravels kiln_rem (the batch index)
+// and adds each coordinate to every operand's base kiln_b_<name> and to the flat index kiln_bi.
+void emit_batch_offsets(SourceWriter& w, const std::vector<LoopOperand>& all, int nbatch) {
+  for (int d = nbatch - 1; d >= 0; --d) {
+    w.line("    {{");
+    if (d > 0) {
+      w.line(
+          "      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], "
+          "kiln_shape.kiln_s[{0}]);",
+          d);
+      w.line(
+          "      const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * "
+          "kiln_uidx(kiln_shape.kiln_d[{}]));",
+          d);
+      w.line("      kiln_rem = kiln_q;");
+    } else {
+      w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem);");
+    }
+    for (const auto& o : all)
+      w.line("      kiln_b_{0} += kiln_c * kiln_p_{0}.kiln_s[{1}];", o.p->name, d);
+    w.line("      kiln_bi += kiln_c * kiln_shape.kiln_e[{}];", d);
+    w.line("    }}");
+  }
+}
+
 // A tile of tr x tc elements of the (rows, cols) axes (tr * tc = 256 threads x K elements; tc
 // chosen per call, kiln_shape.kiln_t its log2; tr and tc between K and 256) per block; blocks
 // take tiles in turn (col tile fastest, then row tile, then the batch axes, unravelled once per
@@ -574,18 +618,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
       "kiln_sk = {} >> kiln_ls;",
       s.log2_unit_rows, kTiledThreads);
   // kiln_d of the rows and cols axes count their tiles.
-  w.line(
-      "  kiln_uidx kiln_tiles = kiln_uidx(kiln_shape.kiln_d[{}]) * "
-      "kiln_uidx(kiln_shape.kiln_d[{}]);",
-      rax, cax);
-  for (int d = 0; d < rax; ++d) w.line("  kiln_tiles *= kiln_uidx(kiln_shape.kiln_v[{}]);", d);
-  w.line(
-      "  for (kiln_uidx kiln_tile = blockIdx.x; kiln_tile < kiln_tiles; kiln_tile += gridDim.x) "
-      "{{");
-  w.line(
-      "    kiln_uidx kiln_rem = kiln_fastdiv(kiln_tile, kiln_shape.kiln_m[{0}], "
-      "kiln_shape.kiln_s[{0}]);",
-      cax);
+  emit_tile_loop(w, {rax, cax}, rax);
   w.line(
       "    const kiln_idx kiln_c0 = kiln_idx(kiln_tile - kiln_rem * "
       "kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lc;",
@@ -604,26 +637,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   // The batch axes' offsets (kiln_rem is the batch index).
   for (const auto& o : all) w.line("    char* kiln_b_{0} = kiln_p_{0}.kiln_p;", o.p->name);
   w.line("    kiln_idx kiln_bi = 0;");
-  for (int d = rax - 1; d >= 0; --d) {
-    w.line("    {{");
-    if (d > 0) {
-      w.line(
-          "      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], "
-          "kiln_shape.kiln_s[{0}]);",
-          d);
-      w.line(
-          "      const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * "
-          "kiln_uidx(kiln_shape.kiln_d[{}]));",
-          d);
-      w.line("      kiln_rem = kiln_q;");
-    } else {
-      w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem);");
-    }
-    for (const auto& o : all)
-      w.line("      kiln_b_{0} += kiln_c * kiln_p_{0}.kiln_s[{1}];", o.p->name, d);
-    w.line("      kiln_bi += kiln_c * kiln_shape.kiln_e[{}];", d);
-    w.line("    }}");
-  }
+  emit_batch_offsets(w, all, rax);
   // This thread's first element and step, for each access pattern.
   w.line("    const kiln_idx kiln_drow = kiln_r0 + kiln_dr, kiln_dcol = kiln_c0 + kiln_dc;");
   w.line("    const kiln_idx kiln_srow = kiln_r0 + kiln_sr, kiln_scol = kiln_c0 + kiln_sc;");
@@ -806,15 +820,7 @@ void emit_packed(SourceWriter& w, const ElementwiseDefinition& def, const Elemen
           n, cx);
       w.line("  kiln_box_order(kiln_w0_{0}, kiln_w1_{0}, kiln_w2_{0});", n);
     }
-  w.line("  kiln_uidx kiln_tiles = kiln_uidx(kiln_shape.kiln_d[{}]);", ax);
-  for (int d = 0; d < ax; ++d) w.line("  kiln_tiles *= kiln_uidx(kiln_shape.kiln_v[{}]);", d);
-  w.line(
-      "  for (kiln_uidx kiln_tile = blockIdx.x; kiln_tile < kiln_tiles; kiln_tile += gridDim.x) "
-      "{{");
-  w.line(
-      "    kiln_uidx kiln_rem = kiln_fastdiv(kiln_tile, kiln_shape.kiln_m[{0}], "
-      "kiln_shape.kiln_s[{0}]);",
-      ax);
+  emit_tile_loop(w, {ax}, ax);
   w.line(
       "    const kiln_idx kiln_a0 = kiln_idx(kiln_tile - kiln_rem * "
       "kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_la;",
@@ -825,26 +831,7 @@ void emit_packed(SourceWriter& w, const ElementwiseDefinition& def, const Elemen
     w.line("    char* kiln_b_{0} = kiln_p_{0}.kiln_p + kiln_a0 * kiln_p_{0}.kiln_s[{1}];",
            o.p->name, ax);
   w.line("    kiln_idx kiln_bi = kiln_a0 * kiln_shape.kiln_e[{}];", ax);
-  for (int d = ax - 1; d >= 0; --d) {
-    w.line("    {{");
-    if (d > 0) {
-      w.line(
-          "      const kiln_uidx kiln_q = kiln_fastdiv(kiln_rem, kiln_shape.kiln_m[{0}], "
-          "kiln_shape.kiln_s[{0}]);",
-          d);
-      w.line(
-          "      const kiln_idx kiln_c = kiln_idx(kiln_rem - kiln_q * "
-          "kiln_uidx(kiln_shape.kiln_d[{}]));",
-          d);
-      w.line("      kiln_rem = kiln_q;");
-    } else {
-      w.line("      const kiln_idx kiln_c = kiln_idx(kiln_rem);");
-    }
-    for (const auto& o : all)
-      w.line("      kiln_b_{0} += kiln_c * kiln_p_{0}.kiln_s[{1}];", o.p->name, d);
-    w.line("      kiln_bi += kiln_c * kiln_shape.kiln_e[{}];", d);
-    w.line("    }}");
-  }
+  emit_batch_offsets(w, all, ax);
   if (staged) {
     w.line(
         "    if (kiln_tile != blockIdx.x) __syncthreads();  // the last box's shared reads are "

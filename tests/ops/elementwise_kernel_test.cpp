@@ -170,6 +170,21 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   const auto read_y = xy.make_spec(
       f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 2, .unit_cols = 4});
   CHECK((!read_y.staged(0) && read_y.staged(1) && !read_y.staged(2)));
+  // Packed: 3 or more dims, inputs staged only, one element per access.
+  CHECK(xy.make_spec(f32, {.layout = Layout::packed, .ndim = 3, .staged = 3}).layout ==
+        Layout::packed);
+  CHECK_THROWS_WITH(xy.make_spec(f32, {.layout = Layout::packed, .ndim = 2, .staged = 3}),
+                    Catch::Contains("packed kernels take 3 or more"));
+  CHECK_THROWS_WITH(xy.make_spec(f32, {.layout = Layout::packed, .ndim = 3, .staged = 4}),
+                    Catch::Contains("staged names output 'z'"));
+  CHECK_THROWS_WITH(
+      xy.make_spec(f32, {.layout = Layout::packed, .ndim = 3, .vector_width = 4, .staged = 3}),
+      Catch::Contains("are 1 for packed kernels"));
+  CHECK_THROWS_WITH(
+      xy.make_spec(f32, {.layout = Layout::packed, .ndim = 3, .staged = 3, .unit_cols = 2}),
+      Catch::Contains("are 1 for packed kernels"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::packed, .ndim = 3, .staged = 2}),
+                    Catch::Contains("staged names raw parameter 'r'"));
   CHECK_THROWS_WITH(
       xy.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 2}),
       Catch::Contains("staged is for gathered kernels with whole rows only"));

@@ -120,38 +120,27 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     spec.set_param(int(k), types[k],
                    def.params[k].raw ? OperandKind::raw_array : OperandKind::array, layout.raw_ndim,
                    true);
-  if (tiled) {
-    if (n < 64 && (layout.staged >> n) != 0)
-      throw ValueError(fmt::format(
-          "kernel '{}': layout staged names a parameter past the last ({})", def.name, n - 1));
-    for (std::size_t k = 0; k < n; ++k)
-      if ((layout.staged >> k) & 1) {
-        if (def.params[k].raw)
-          throw ValueError(
-              fmt::format("kernel '{}': layout staged names raw parameter '{}' (only "
-                          "loop arrays are staged)",
-                          def.name, def.params[k].name));
-        spec.params[k].staged = 1;
-      }
-    if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes)
-      throw ValueError(
-          fmt::format("kernel '{}': the staged parameters need {} bytes of shared memory, "
-                      "over {}",
-                      def.name, codegen::tiled_shared_bytes(spec), codegen::kMaxTiledSharedBytes));
-  }
+  // Tiled and packed kernels stage loop arrays (packed: inputs only).
+  if ((tiled || packed) && n < 64 && (layout.staged >> n) != 0)
+    throw ValueError(fmt::format("kernel '{}': layout staged names a parameter past the last ({})",
+                                 def.name, n - 1));
+  for (std::size_t k = 0; k < n && (tiled || packed); ++k)
+    if ((layout.staged >> k) & 1) {
+      if (def.params[k].raw)
+        throw ValueError(fmt::format(
+            "kernel '{}': layout staged names raw parameter '{}' (only loop arrays are staged)",
+            def.name, def.params[k].name));
+      if (packed && k >= std::size_t(def.nin))
+        throw ValueError(fmt::format(
+            "kernel '{}': layout staged names output '{}' (a packed kernel stages inputs only)",
+            def.name, def.params[k].name));
+      spec.params[k].staged = 1;
+    }
+  if (tiled && codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes)
+    throw ValueError(
+        fmt::format("kernel '{}': the staged parameters need {} bytes of shared memory, over {}",
+                    def.name, codegen::tiled_shared_bytes(spec), codegen::kMaxTiledSharedBytes));
   if (packed) {
-    if (n < 64 && (layout.staged >> n) != 0)
-      throw ValueError(fmt::format(
-          "kernel '{}': layout staged names a parameter past the last ({})", def.name, n - 1));
-    for (std::size_t k = 0; k < n; ++k)
-      if ((layout.staged >> k) & 1) {
-        if (def.params[k].raw || k >= std::size_t(def.nin))
-          throw ValueError(fmt::format(
-              "kernel '{}': layout staged names parameter '{}', which is not an array input (a "
-              "packed kernel stages inputs only)",
-              def.name, def.params[k].name));
-        spec.params[k].staged = 1;
-      }
     if (layout.vector_width != 1 || layout.unit_cols != 1 || layout.unit_rows != 1)
       throw ValueError(fmt::format(
           "kernel '{}': layout vector_width, unit_cols and unit_rows are 1 for packed kernels "
