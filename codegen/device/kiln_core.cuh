@@ -150,7 +150,7 @@ struct kiln_loop_dims {
   kiln_I kiln_d[kiln_nd];  // divisors
   kiln_I kiln_m[kiln_nd];  // their multipliers (unsigned bits)
   kiln_I kiln_s[kiln_nd];  // and shifts
-  kiln_I kiln_t;           // tiled: log2 of the tile's cols
+  kiln_I kiln_t;           // tiled: log2 of the tile's cols; packed: of the box's extent along A
 };
 
 // n / d as (umulhi(n, m) + n) >> s (the round-up method of Granlund and Montgomery, m and s

@@ -773,7 +773,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
 // own memory order (kiln_box_order: its axes by stride), loads them, and writes each to its
 // place in the shared box (PackedBox's pitches). Then every thread walks the box in its own
 // order (C fastest), along which direct operands are contiguous: loads, the operation (staged
-// values from the shared box), stores. A thread loads `unroll` elements before using any, so
+// values from the shared box), stores. A thread loads kPackedUnroll elements before using any, so
 // that many loads stay in flight; indices within a box are decoded with the loop's divisors
 // (B's and C's are their extents; A's box extent is a power of two).
 void emit_packed(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
@@ -801,6 +801,7 @@ void emit_packed(SourceWriter& w, const ElementwiseDefinition& def, const Elemen
         w.line(
             "  const kiln_uidx kiln_box_sh = (kiln_uidx(kiln_pa) * kiln_uidx(kiln_ta) + 15) / 16 * "
             "16;");
+        w.line("  (void)kiln_box_sh;  // one staged operand: no box after it");
       }
       staged = true;
       w.line("  {0}* const kiln_t_{1} = reinterpret_cast<{0}*>(kiln_box_sm + {2});", ctype(s, o.k),

@@ -17,6 +17,7 @@
 //                                           kiln_s[nd], kiln_t;}  a planned loop: extents, steps
 //                                           of the flat index, divisors with multipliers and
 //                                           shifts, and a tiled kernel's log2 tile cols
+//                                           (a packed kernel's log2 box extent along A)
 // where I is kiln_idx: int for 32-bit indexing, long long for 64-bit. So every argument is an
 // optional 8-byte pointer followed by index-width integers (or a plain value), padded to its
 // alignment.
