@@ -126,11 +126,10 @@ LaunchGeometry tiled_geometry(std::int64_t tiles) {
 }
 
 std::size_t packed_shared_bytes(const ElementwiseSpec& s, const PackedBox& box) {
-  std::size_t bytes = 0;
+  std::size_t itemsizes = 0;
   for (int k = 0; k < s.nparams; ++k)
-    if (s.kind(k) == OperandKind::array && s.staged(k))
-      bytes += std::size_t(box.shared_elements()) * s.param_dtype(k).itemsize();
-  return bytes;
+    if (s.kind(k) == OperandKind::array && s.staged(k)) itemsizes += s.param_dtype(k).itemsize();
+  return box.shared_bytes(itemsizes);
 }
 
 ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int64_t n, int block,

@@ -79,6 +79,10 @@ struct PackedBox {
   std::int64_t pitch_a() const { return (b * pitch_b()) | 1; }
   /// Shared elements per staged operand (whole 16-element blocks: every box stays aligned).
   std::int64_t shared_elements() const { return (a() * pitch_a() + 15) / 16 * 16; }
+  /// Shared bytes for staged operands whose itemsizes sum to `staged_itemsizes`.
+  std::size_t shared_bytes(std::size_t staged_itemsizes) const {
+    return std::size_t(shared_elements()) * staged_itemsizes;
+  }
 };
 /// Elements a packed kernel's thread loads before it uses any (per walk of the box). Measured
 /// on an H200, (288, 320, 39, 19) float32 permuted two ways, fraction of the copy rate: 1 a

@@ -206,7 +206,7 @@ bool plan_packed(const KernelCall& c, const Operands& ops, ElementwisePlan& plan
   auto fits = [&](int log2_a) {
     codegen::PackedBox t = box;
     t.log2_a = log2_a;
-    return std::size_t(t.shared_elements() * staged_bytes) <= codegen::kMaxPackedSharedBytes;
+    return t.shared_bytes(std::size_t(staged_bytes)) <= codegen::kMaxPackedSharedBytes;
   };
   if (!fits(0)) return false;
   auto run_bytes = [&](int j) {  // what input j reads at a time along its axis
