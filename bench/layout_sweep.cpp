@@ -485,6 +485,18 @@ void reduction_cases(std::vector<Case>& out, Rng& r, int count, double total) {
     for (auto a : ax) axs.push_back(a);
     add(fmt::format("{} over {} of {}", op, axs.str(), s.str()), op, t, s, ax, r.chance(0.3));
   }
+  // Batch statistics over 7 x 7 planes (a ResNet's last stage): runs of 49 elements that no
+  // whole vector tiles. After the seeded cases, so that those stay what earlier rounds
+  // measured.
+  const auto batch = [&](std::int64_t c) {
+    return std::max<std::int64_t>(2, std::int64_t(total / double(c * 49)));
+  };
+  add("sum over (0, 2, 3) of (N, 512, 7, 7)", "sum", float32, {batch(512), 512, 7, 7}, {0, 2, 3},
+      false);
+  add("var over (0, 2, 3) of (N, 2048, 7, 7)", "var", float32, {batch(2048), 2048, 7, 7}, {0, 2, 3},
+      false);
+  add("mean over (0, 2, 3) of (N, 256, 7, 7)", "mean", float16, {batch(256), 256, 7, 7}, {0, 2, 3},
+      true);
 }
 
 void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {

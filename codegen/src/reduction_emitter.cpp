@@ -164,9 +164,15 @@ struct Emit {
   // row's first vector.
   bool peeled() const { return s.red_contiguous == 2 && !runs(); }
   const char* head() const { return peeled() ? "kiln_head + " : ""; }
+  // Runs read in aligned 16-byte windows (red_contiguous 3): inner_windows.
+  bool windowed() const { return s.red_contiguous == 3 && inner(); }
   void walker_setup(std::string_view ind, std::string_view start, std::string_view step, int per) {
     if (!runs()) return;
     w.line("{}const kiln_uidx kiln_L = kiln_uidx(kiln_shape.kiln_v[{}]) / {};", ind, last(), per);
+    walker_start(ind, start, step);
+  }
+  // The walker over `kiln_L` vectors (or windows) a run, from `start` by `step`.
+  void walker_start(std::string_view ind, std::string_view start, std::string_view step) {
     w.line("{}const kiln_uidx kiln_Ls = kiln_L ? kiln_L : 1;", ind);
     w.line("{}kiln_uidx kiln_r = kiln_uidx({}) / kiln_Ls;", ind, start);
     w.line("{}kiln_uidx kiln_o = kiln_uidx({}) - kiln_r * kiln_Ls;", ind, start);
@@ -252,6 +258,7 @@ struct Emit {
   // Thread `t` of the row's `g` threads: kUnroll loads in flight (vectors along the runs when
   // the inputs are contiguous there), then their elements mapped and added.
   void inner_loop(std::string_view ind, std::string_view t, std::string_view g) {
+    if (windowed()) return inner_windows(ind, t, g);
     const int vw = s.red_contiguous ? s.vector_width : 1;
     if (peeled()) {
       array_inputs([&](int k, const Param& p) {
@@ -321,6 +328,79 @@ struct Emit {
              }));
       w.line("{}}}", ind);
     }
+  }
+
+  // Runs in aligned 16-byte windows (red_contiguous 3: one array input, runs of any length and
+  // alignment, e.g. the 7 x 7 planes of NCHW batch statistics): a run of L elements whose
+  // first sits h elements past a 16-byte boundary spans at most (L + 2F - 2) / F windows of F
+  // elements; window o holds the run's elements o * F - h ... o * F - h + F - 1, those outside
+  // [0, L) skipped. A window is loaded only when it holds an element of the run, so it never
+  // leaves the run's 16-byte granules. One load per F elements where the runs' length or
+  // alignment gave one per element: sum over (0, 1, 3) of (354, 480, 8, 49) float16 read 2
+  // bytes per load.
+  void inner_windows(std::string_view ind, std::string_view t, std::string_view g) {
+    const int f = s.vector_width;
+    // 1-byte elements: two windows in flight, not four (64 mapped elements a step doubled
+    // NVRTC's time for 32 bytes more in flight).
+    const int unroll = f >= 16 ? 2 : kUnroll;
+    w.line("{}const kiln_uidx kiln_Lr = kiln_uidx(kiln_shape.kiln_v[{}]);", ind, last());
+    w.line("{}const kiln_uidx kiln_L = (kiln_Lr + {}) / {};", ind, 2 * f - 2, f);
+    if (runs()) {
+      w.line("{}const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / (kiln_Lr ? kiln_Lr : 1) * kiln_L;",
+             ind);
+      walker_start(ind, t, g);
+    } else {
+      w.line("{}const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) ? kiln_L : 0;", ind);
+    }
+    w.line("{}for (kiln_uidx kiln_q = {}; kiln_q < kiln_nvec; kiln_q += {} * ({})) {{", ind, t,
+           unroll, g);
+    array_inputs([&](int k, const Param& p) {
+      w.line("{}  {} kiln_v_{}[{}][{}];", ind, ctype(k), p.name, unroll, f);
+    });
+    w.line("{}  kiln_idx kiln_e[{}];  // the window's first element in its run (may be < 0)", ind,
+           unroll);
+    w.line("{}  kiln_uidx kiln_jj[{}];  // the run's first element in the row", ind, unroll);
+    w.line("#pragma unroll");
+    w.line("{}  for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", ind, unroll);
+    w.line("{}    const kiln_uidx kiln_qu = kiln_q + kiln_u * ({});", ind, g);
+    w.line("{}    kiln_e[kiln_u] = kiln_idx(kiln_Lr);", ind);
+    w.line("{}    kiln_jj[kiln_u] = 0;", ind);
+    w.line("{}    if (kiln_qu < kiln_nvec) {{", ind);
+    const std::string in2 = std::string(ind) + "      ";
+    run_offsets(in2);
+    const std::string o = runs() ? "kiln_o" : "kiln_qu";
+    array_inputs([&](int k, const Param& p) {
+      w.line("{}const char* const kiln_s = kiln_p_{}.kiln_p + kiln_oo_{}{};", in2, p.name, p.name,
+             runs() ? " + kiln_ro_" + p.name : std::string());
+      w.line(
+          "{}const kiln_idx kiln_h = kiln_idx(unsigned(reinterpret_cast<unsigned long "
+          "long>(kiln_s) & 15u) / sizeof({}));",
+          in2, ctype(k));
+      w.line("{}const kiln_idx kiln_e0 = kiln_idx({}) * {} - kiln_h;", in2, o, f);
+      if (runs()) w.line("{}kiln_jj[kiln_u] = kiln_r * kiln_Lr;", in2);
+      w.line("{}if (kiln_e0 < kiln_idx(kiln_Lr)) {{", in2);
+      w.line("{}  kiln_e[kiln_u] = kiln_e0;", in2);
+      w.line("{}  kiln_load<{}>(kiln_v_{}[kiln_u], reinterpret_cast<const {}*>(kiln_s) + kiln_e0);",
+             in2, f, p.name, ctype(k));
+      w.line("{}}}", in2);
+    });
+    w.line("{}    }}", ind);
+    walker_advance(std::string(ind) + "    ");
+    w.line("{}  }}", ind);
+    w.line("#pragma unroll");
+    w.line("{}  for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", ind, unroll);
+    w.line("#pragma unroll");
+    w.line("{}    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, f);
+    w.line("{}      const kiln_idx kiln_ek = kiln_e[kiln_u] + kiln_k;", ind);
+    w.line("{}      if (kiln_ek >= 0 && kiln_ek < kiln_idx(kiln_Lr))", ind);
+    w.line("{}        {}", ind,
+           map_call("kiln_a", "kiln_row", "kiln_jj[kiln_u] + kiln_uidx(kiln_ek)",
+                    [](int, const Param& p) {
+                      return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
+                    }));
+    w.line("{}    }}", ind);
+    w.line("{}  }}", ind);
+    w.line("{}}}", ind);
   }
 
   void inner() {

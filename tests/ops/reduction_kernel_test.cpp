@@ -291,14 +291,78 @@ TEST_CASE("rows that whole vectors do not tile are peeled to 16-byte vectors", "
   auto two = plan_of(dot, {untouched({64, 18631}), untouched({64, 18631}), untouched({64})});
   CHECK(two.red_contiguous == 1);
   CHECK(two.vector_width == 1);
+  // Shorter rows, and several reduced dims (runs): unpeeled, read in 16-byte windows.
   auto short_rows = plan_of(sum, {untouched({64, 4001}), untouched({64})});
-  CHECK(short_rows.red_contiguous == 1);
-  CHECK(short_rows.vector_width == 1);
-  // Several reduced dims (runs): unpeeled.
+  CHECK((short_rows.red_contiguous == 3 && short_rows.vector_width == 4));
   const ndarray runs = untouched({8, 5, 9010})(all, all, slice(0, 9001));
   auto two_runs = plan_of(sum, {runs, untouched({8})}, 6);
   CHECK(two_runs.red_ndim == 2);
-  CHECK(two_runs.red_contiguous != 2);
+  CHECK((two_runs.red_contiguous == 3 && two_runs.vector_width == 4));
+}
+
+TEST_CASE("runs that whole vectors do not tile are read in 16-byte windows", "[ops]") {
+  ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "plan_window_sum");
+  ReductionKernel dot("T x, T w", "T y", "x * w", "a + b", "y = a", "0", "plan_window_dot");
+  // Batch statistics of NCHW with 7 x 7 planes: runs of 49 elements, 16 bytes a window, for
+  // elements of 4 bytes or less (8-byte ones keep one load per element: bound by memory).
+  for (dtype t : {int8, float16, bfloat16, float32, float64, complex64}) {
+    INFO(t.name());
+    auto nchw = plan_of(sum, {untouched({8, 64, 7, 7}, t), untouched({64}, t)}, 0b1101);
+    CHECK(nchw.strategy != codegen::ReductionStrategy::outer);
+    CHECK(nchw.red_ndim == 2);
+    CHECK(nchw.red_contiguous == (t.itemsize() <= 4 ? 3 : 1));
+    CHECK(nchw.vector_width == (t.itemsize() <= 4 ? 16 / t.itemsize() : 1));
+  }
+  auto f16 = plan_of(sum, {untouched({354, 480, 8, 49}, float16), untouched({8}, float16)}, 0b1011);
+  CHECK((f16.red_contiguous == 3 && f16.vector_width == 8 && f16.split == 1));
+  // Rows of 123 floats starting an element in: windows; whole aligned vectors stay vectors.
+  const ndarray rows = untouched({5000, 124});
+  auto odd = plan_of(sum, {rows(all, slice(1, std::nullopt)), untouched({5000})});
+  CHECK((odd.red_contiguous == 3 && odd.vector_width == 4));
+  auto aligned = plan_of(sum, {untouched({64, 7, 8}), untouched({64})}, 0b110);
+  CHECK((aligned.red_contiguous == 1 && aligned.vector_width == 4));
+  // Where narrower vectors load as few times (runs of 12 float16: 3 windows or 3 8-byte
+  // vectors), runs shorter than a window, two inputs, complex128: no windows.
+  const ndarray twelve_runs = untouched({64, 5, 16}, float16)(all, all, slice(0, 12));
+  auto twelve = plan_of(sum, {twelve_runs, untouched({64}, float16)}, 0b110);
+  CHECK((twelve.red_contiguous == 1 && twelve.vector_width == 4));
+  const ndarray three_runs = untouched({64, 5, 4})(all, all, slice(0, 3));
+  auto three = plan_of(sum, {three_runs, untouched({64})}, 0b110);
+  CHECK((three.red_ndim == 2 && three.red_contiguous == 1));
+  auto two = plan_of(dot, {untouched({64, 5, 49}), untouched({64, 5, 49}), untouched({64})}, 0b110);
+  CHECK(two.red_contiguous == 1);
+  auto c128 =
+      plan_of(sum, {untouched({64, 5, 49}, complex128), untouched({64}, complex128)}, 0b110);
+  CHECK(c128.red_contiguous == 1);
+}
+
+TEST_CASE("reductions over runs in 16-byte windows compile on every inner strategy", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "kiln_test_window_sum");
+  // The map reads the element's position along the row (argmax's _J).
+  ReductionKernel picked("T x", "T y", "_J % 7 == 3 ? x : T(0)", "a + b", "y = a", "0",
+                         "kiln_test_window_picked");
+  int windows = 0;
+  for (dtype t : {int8, float16, bfloat16, float32, float64}) {
+    for (const auto& s : sum.specs({.dtypes = {t}, .max_ndim = 3, .index64 = false}))
+      if (s.red_contiguous == 3) {
+        ++windows;
+        CHECK(s.vector_width == 16 / t.itemsize());
+        INFO(t.name());
+        CHECK_NOTHROW(cache::compile_cached(sum.compile_request(s, 90)));
+      }
+  }
+  // 4 dtypes of at most 4 bytes; (output, reduced) dims (1, 1), (1, 2), (1, 3), (2, 1),
+  // (2, 2), (3, 1); warp / block / split.
+  CHECK(windows == 4 * 6 * 3);
+  int picks = 0;
+  for (const auto& s : picked.specs({.dtypes = {float32}, .max_ndim = 2, .index64 = true}))
+    if (s.red_contiguous == 3) {
+      ++picks;
+      CHECK_NOTHROW(cache::compile_cached(picked.compile_request(s, 90)));
+    }
+  CHECK(picks == 3 * 3 * 2);  // 3 dims pairs, 3 strategies, 32- and 64-bit indices
 }
 
 TEST_CASE("peeled row reductions compile on every inner strategy", "[ops]") {

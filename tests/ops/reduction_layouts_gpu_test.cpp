@@ -7,8 +7,10 @@
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/kiln.hpp"
@@ -77,7 +79,12 @@ Stats stats(const std::vector<double>& v) {
 template <class T>
 std::vector<double> host(const ndarray& a) {
   std::vector<double> out;
-  for (const T& v : a.get<T>()) out.push_back(double(v));
+  for (const T& v : a.get<T>()) {
+    if constexpr (std::is_same_v<T, half>)
+      out.push_back(double(float(v)));
+    else
+      out.push_back(double(v));
+  }
   return out;
 }
 
@@ -279,4 +286,66 @@ TEST_CASE("reductions over more than 2^31 elements along outer and inner axes ar
   CHECK(std::all_of(across.begin(), across.end(), [&](std::int64_t v) { return v == cols; }));
   CHECK(sum(x).get<std::int64_t>()[0] == rows * cols);
   CHECK(argmax(x, 0).get<std::int64_t>()[0] == 0);
+}
+
+TEST_CASE("runs of odd length and alignment (16-byte windows) reduce as the host in every dtype",
+          "[ops][gpu]") {
+  // Runs along the last reduced axis that whole vectors do not tile: NCHW planes of 7 x 7 and
+  // 5 x 5, the (.., 8, 49) float16 batch statistics, views starting past a 16-byte boundary,
+  // short rows of 123, long ones; a block per row, blocks splitting a row, lane groups.
+  struct Case {
+    Shape shape;
+    std::uint64_t mask;
+    std::int64_t skip;  // the view starts `skip` elements into each last-axis row
+  };
+  for (const Case& c : {Case{{6, 10, 8, 49}, 0b1011, 0}, Case{{3, 96, 5, 5}, 0b1101, 0},
+                        Case{{4, 9, 3, 41}, 0b1101, 1}, Case{{5000, 123}, 0b10, 1},
+                        Case{{2, 3, 70001}, 0b101, 3}, Case{{40, 3, 7, 7}, 0b1101, 2}}) {
+    Shape base_shape = c.shape;
+    base_shape[base_shape.size() - 1] += c.skip;
+    const ndarray base = random_f32(base_shape);
+    const auto view = [&](const ndarray& a) { return a(ellipsis, slice(c.skip, std::nullopt)); };
+    const ndarray x = view(base);
+    INFO(x.shape().str() << " mask " << c.mask << " skip " << c.skip);
+    check_float32(x, c.mask);
+    const axes ax = axes_of(c.mask, x.ndim());
+    // float16: summed in float32, as NumPy does.
+    const ndarray xh = view(base.astype(float16));
+    const auto gh = groups(host<half>(xh), x.shape(), c.mask);
+    const auto sh = sum(xh, ax, false, {.dtype = float32}).get<float>();
+    std::size_t bad = 0;
+    for (std::size_t o = 0; o < gh.size(); ++o) {
+      const Stats t = stats(gh[o]);
+      bad += std::abs(double(sh[o]) - t.sum) > 1e-5 * t.abs + 1e-5;
+    }
+    CHECK(bad == 0);
+    // float64 sums, int8 sums (exact, int64), complex64 sums.
+    const ndarray xd = view(base.astype(float64));
+    const auto gd = groups(host<double>(xd), x.shape(), c.mask);
+    const auto sd = sum(xd, ax).get<double>();
+    bad = 0;
+    for (std::size_t o = 0; o < gd.size(); ++o)
+      bad += std::abs(sd[o] - stats(gd[o]).sum) > 1e-12 * stats(gd[o]).abs + 1e-12;
+    CHECK(bad == 0);
+    const ndarray xi = view((base * 25.0f).astype(int8).eval());
+    const auto gi = groups(host<std::int8_t>(xi), x.shape(), c.mask);
+    const auto si = sum(xi, ax).get<std::int64_t>();
+    bad = 0;
+    for (std::size_t o = 0; o < gi.size(); ++o) bad += double(si[o]) != stats(gi[o]).sum;
+    CHECK(bad == 0);
+    const ndarray xc = view(base.astype(complex64));
+    const auto sc = sum(xc, ax).get<std::complex<float>>();
+    const auto g = groups(host<float>(x), x.shape(), c.mask);
+    bad = 0;
+    for (std::size_t o = 0; o < g.size(); ++o) {
+      const Stats t = stats(g[o]);
+      bad += std::abs(double(sc[o].real()) - t.sum) > 1e-5 * t.abs + 1e-5 || sc[o].imag() != 0.0f;
+    }
+    CHECK(bad == 0);
+    // argmax over every axis of the view (the position counts along the runs).
+    const auto hx = host<float>(x);
+    const auto want = std::max_element(hx.begin(), hx.end()) - hx.begin();
+    CHECK(argmax(x).get<std::int64_t>()[0] == want);
+    CHECK(argmax(xd).get<std::int64_t>()[0] == want);
+  }
 }

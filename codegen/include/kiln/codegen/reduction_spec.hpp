@@ -41,7 +41,9 @@ struct ReductionSpec {
   // Every array input has unit steps along the last reduced dim: 1, in whole aligned vectors;
   // 2 (one reduced dim, one array input), vectors from each row's first 16-byte boundary, the
   // elements before it and past the last whole vector one at a time (rows of any length and
-  // alignment: argmax over rows of 18631 floats).
+  // alignment: argmax over rows of 18631 floats); 3 (one array input of at most 4 bytes), the
+  // runs read in aligned 16-byte windows of vector_width elements, those outside the run
+  // skipped (runs of any length and alignment: the 7 x 7 planes of NCHW batch statistics).
   std::uint8_t red_contiguous = 0;
   std::uint8_t split = 0;  // inner_block / outer: blocks share a row or column tile
   std::uint8_t nparams = 0;

@@ -98,6 +98,11 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
           with(ReductionStrategy::inner_block, 0, od, rd, 2, int(16 / widest));
           with(ReductionStrategy::inner_block, 1, od, rd, 2, int(16 / widest));
         }
+        if (array_inputs == 1 && widest <= 4) {  // runs in aligned 16-byte windows
+          with(ReductionStrategy::inner_warp, 0, od, rd, 3, int(16 / widest));
+          with(ReductionStrategy::inner_block, 0, od, rd, 3, int(16 / widest));
+          with(ReductionStrategy::inner_block, 1, od, rd, 3, int(16 / widest));
+        }
       }
   }
   return out;
