@@ -251,8 +251,11 @@ MemoryPool& get_memory_pool(int device) {
 
 MemoryPool& get_default_memory_pool() { return get_memory_pool(current_device()); }
 
+// Whole 16-byte granules: a kernel may then read any aligned 16-byte vector holding an element
+// of the array without leaving its allocation (reductions' windows over unaligned runs).
 Buffer::Buffer(std::size_t bytes, int device, Stream stream)
-    : bytes_(bytes), device_(device), stream_(std::move(stream)) {
+    : bytes_(bytes + (std::size_t(0) - bytes) % 16), device_(device), stream_(std::move(stream)) {
+  bytes = bytes_;
   MemoryPool& pool = get_memory_pool(device);
   if (auto g = pool.capture_memory(stream_.handle())) [[unlikely]] {
     ptr_ = g->allocate(bytes);

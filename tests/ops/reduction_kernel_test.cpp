@@ -334,6 +334,14 @@ TEST_CASE("runs that whole vectors do not tile are read in 16-byte windows", "[o
   auto c128 =
       plan_of(sum, {untouched({64, 5, 49}, complex128), untouched({64}, complex128)}, 0b110);
   CHECK(c128.red_contiguous == 1);
+  // A buffer that ends off a 16-byte granule (memory from elsewhere: kiln's own buffers are
+  // whole granules): the last run's window would pass its end, so no windows; a view that
+  // stops a granule short of the end keeps them.
+  const ndarray ragged = untouched({3, 5, 7002}, int8);  // 105030 bytes
+  auto to_end = plan_of(sum, {ragged(all, all, slice(0, 7001)), untouched({3}, int8)}, 0b110);
+  CHECK((to_end.red_ndim == 2 && to_end.red_contiguous == 1));
+  auto short_of_end = plan_of(sum, {ragged(all, all, slice(0, 6980)), untouched({3}, int8)}, 0b110);
+  CHECK((short_of_end.red_contiguous == 3 && short_of_end.vector_width == 16));
 }
 
 TEST_CASE("reductions over runs in 16-byte windows compile on every inner strategy", "[ops]") {
