@@ -121,8 +121,8 @@ ReductionGeometry reduction_geometry(ReductionSpec& spec, std::int64_t m, std::i
 
 /// A split geometry's parts chosen again once the kernel is compiled and its occupancy known
 /// (`blocks_per_sm` of its blocks at once; 0: unknown, the geometry stays): about two waves of
-/// the blocks that really fit, where reduction_geometry assumed full SMs; grid and partials
-/// follow.
+/// the blocks that really fit, where reduction_geometry assumed full SMs, or one, three or four
+/// where their last wave is fuller; grid and partials follow.
 ///   g = reduction_geometry(spec, m, n, 0, sms);  /* compile */  balance_parts(g, spec, m, 5, sms);
 void balance_parts(ReductionGeometry& g, const ReductionSpec& spec, std::int64_t m,
                    int blocks_per_sm, int sm_count);
