@@ -5,7 +5,8 @@
 // Bandwidth counts bytes read plus bytes written. Inputs come from a device-side hash generator
 // (never zeros). Without a GPU it prints {"device": null, "error": "..."} and exits 0.
 //
-//   kiln_bench                          all cases (uses a fresh temporary KILN_CACHE_DIR)
+//   kiln_bench                          all cases (a fresh temporary KILN_CACHE_DIR, and NVRTC's
+//                                       own cache off: CUDA_CACHE_DISABLE=1, see main)
 //   kiln_bench --groups reductions,issue16_fused   only these groups (and the copy)
 //   kiln_bench --compile-check [ARCH]   NVRTC-compiles every benchmark kernel (no GPU needed)
 //   kiln_bench --first-call-only NONCE  (internal) child process of the disk-hit case
