@@ -255,14 +255,13 @@ MemoryPool& get_default_memory_pool() { return get_memory_pool(current_device())
 // of the array without leaving its allocation (reductions' windows over unaligned runs).
 Buffer::Buffer(std::size_t bytes, int device, Stream stream)
     : bytes_(bytes + (std::size_t(0) - bytes) % 16), device_(device), stream_(std::move(stream)) {
-  bytes = bytes_;
   MemoryPool& pool = get_memory_pool(device);
   if (auto g = pool.capture_memory(stream_.handle())) [[unlikely]] {
-    ptr_ = g->allocate(bytes);
+    ptr_ = g->allocate(bytes_);
     graph_ = std::move(g);
     return;
   }
-  ptr_ = pool.allocate(bytes, stream_);
+  ptr_ = pool.allocate(bytes_, stream_);
 }
 
 Buffer::Buffer(void* ptr, std::size_t bytes, int device, std::function<void()> release)

@@ -107,13 +107,8 @@ TEST_CASE("a split's parts make about two waves of the blocks the compiled kerne
   CHECK(g.grid_x == 128);
   // Where two waves would end in a sliver, the fullest last wave of one to four: argmax over
   // axis 1 of (480, 768, 15, 12) float32 has 675 column tiles; 4 blocks an SM fit (528 at
-  // once), so one part is 1.28 waves, two 2.56, three 3.84 (taken).
-  s = {};
-  s.strategy = ReductionStrategy::outer;
-  s.vector_width = 4;
-  s.nparams = 2;
-  s.set_param(0, float32, codegen::OperandKind::array);
-  s.set_param(1, float32, codegen::OperandKind::array);
+  // once), so one part is 1.28 waves, two 2.56, three 3.84 (taken). (`s`: float32 columns,
+  // as above.)
   g = codegen::reduction_geometry(s, 480 * 180, 768, 0, 132);
   REQUIRE(s.split == 1);
   REQUIRE(g.grid_x == 675);

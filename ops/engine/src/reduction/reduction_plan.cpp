@@ -28,24 +28,13 @@ void collapse_group(Shape& shape, std::span<Shape> strides) {
   }
 }
 
-// Whether the aligned 16-byte granules holding `a`'s elements (over dims `kept` and `red` with
-// those byte strides) all lie inside its buffer: a window holds an element of its run, but its
-// other bytes may pass the buffer's ends. kiln's own buffers are whole granules (memory.cpp);
-// memory from elsewhere (DLPack) may not be.
-bool windows_inside_buffer(const ndarray& a, const Shape& kept, const Shape& ks, const Shape& red,
-                           const Shape& rs) {
+// Whether the aligned 16-byte granules holding `a`'s elements all lie inside its buffer: a
+// window holds an element of its run, but its other bytes may pass the buffer's ends. kiln's
+// own buffers are whole granules (memory.cpp); memory from elsewhere (DLPack) may not be.
+bool granules_inside_buffer(const ndarray& a) {
   const Buffer* buf = a.buffer().get();
-  if (!buf || !buf->data()) return false;
-  std::int64_t lo = 0, hi = std::int64_t(a.itemsize());  // bytes from a.data(): [lo, hi)
-  auto extend = [&](const Shape& ext, const Shape& st) {
-    for (int d = 0; d < ext.size(); ++d) {
-      if (ext[d] == 0) return;  // no elements: nothing is read
-      const std::int64_t e = st[d] * (ext[d] - 1);
-      (e < 0 ? lo : hi) += e;
-    }
-  };
-  extend(kept, ks);
-  extend(red, rs);
+  if (!buf || !buf->data() || a.size() == 0) return false;
+  const auto [lo, hi] = a.byte_extent();
   const auto begin = reinterpret_cast<std::uintptr_t>(buf->data());
   const auto at = reinterpret_cast<std::uintptr_t>(a.data());
   const std::uintptr_t first = (at + std::uintptr_t(lo)) & ~std::uintptr_t(15);
@@ -205,7 +194,7 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
       bool whole = true;  // every run starts on an element
       for (auto st : ks[0]) whole &= std::abs(st) % widest == 0;
       for (auto st : rs[0]) whole &= std::abs(st) % widest == 0;
-      if (whole && windows_inside_buffer(in, kept, ks[0], red, rs[0])) {
+      if (whole && granules_inside_buffer(in)) {
         spec.vector_width = std::uint8_t(full);
         spec.red_contiguous = 3;
       }
