@@ -4,9 +4,11 @@
 #include <link.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <system_error>
 
@@ -214,19 +216,34 @@ void check_request(const CompileRequest& req) {
 
 Binary nvrtc_compile(const CompileRequest& req) {
   check_request(req);
-  Program prog(req);
-  for (const auto& expr : req.name_expressions)
-    Program::check(nvrtcAddNameExpression(prog.get(), expr.c_str()), "nvrtcAddNameExpression", req);
-
   std::vector<std::string> opts = req.options;
   opts.push_back("-arch=" + arch_name(req.arch));
   for (auto& inc : default_include_options()) opts.push_back(std::move(inc));
-  std::vector<const char*> argv;
-  argv.reserve(opts.size());
-  for (const auto& o : opts) argv.push_back(o.c_str());
 
-  const nvrtcResult r = nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
-  const std::string log = program_log(prog.get());
+  std::optional<Program> prog;
+  auto compile = [&] {
+    prog.emplace(req);
+    for (const auto& expr : req.name_expressions)
+      Program::check(nvrtcAddNameExpression(prog->get(), expr.c_str()), "nvrtcAddNameExpression",
+                     req);
+    std::vector<const char*> argv;
+    argv.reserve(opts.size());
+    for (const auto& o : opts) argv.push_back(o.c_str());
+    return nvrtcCompileProgram(prog->get(), static_cast<int>(argv.size()), argv.data());
+  };
+  nvrtcResult r = compile();
+  // "-minimal" (a default of generated kernels) leaves out the CUDA runtime's host types,
+  // textures and surfaces; a user's code that uses them compiles without it. The key keeps
+  // the option: the same source and options always give this binary.
+  if (const auto minimal = std::find(opts.begin(), opts.end(), "-minimal");
+      r == NVRTC_ERROR_COMPILATION && minimal != opts.end()) {
+    kiln::detail::logger().debug("kernel '{}' did not compile with -minimal; compiling it again "
+                                 "without:\n{}",
+                                 req.kernel_name, program_log(prog->get()));
+    opts.erase(minimal);
+    r = compile();
+  }
+  const std::string log = program_log(prog->get());
   if (r != NVRTC_SUCCESS) {
     std::string msg = "kiln: NVRTC could not compile kernel '" + req.kernel_name + "' for " +
                       arch_name(req.arch) + " (" + nvrtcGetErrorString(r) + ")\n";
@@ -258,13 +275,13 @@ Binary nvrtc_compile(const CompileRequest& req) {
 
   Binary bin;
   std::size_t size = 0;
-  Program::check(nvrtcGetCUBINSize(prog.get(), &size), "nvrtcGetCUBINSize", req);
+  Program::check(nvrtcGetCUBINSize(prog->get(), &size), "nvrtcGetCUBINSize", req);
   bin.cubin.resize(size);
-  Program::check(nvrtcGetCUBIN(prog.get(), bin.cubin.data()), "nvrtcGetCUBIN", req);
+  Program::check(nvrtcGetCUBIN(prog->get(), bin.cubin.data()), "nvrtcGetCUBIN", req);
   bin.lowered_names.reserve(req.name_expressions.size());
   for (const auto& expr : req.name_expressions) {
     const char* lowered = nullptr;
-    Program::check(nvrtcGetLoweredName(prog.get(), expr.c_str(), &lowered), "nvrtcGetLoweredName",
+    Program::check(nvrtcGetLoweredName(prog->get(), expr.c_str(), &lowered), "nvrtcGetLoweredName",
                    req);
     bin.lowered_names.emplace_back(lowered);  // copy: NVRTC frees it with the program
   }

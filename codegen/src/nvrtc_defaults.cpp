@@ -32,6 +32,10 @@ std::vector<std::string> with_nvrtc_defaults(std::vector<std::string> user_optio
   std::vector<std::string> out;
   if (!user_sets(user_options, {"--std", "-std"})) out.push_back("--std=c++17");
   if (!user_sets(user_options, {"-ftz", "--ftz"})) out.push_back("-ftz=true");
+  // NVRTC's front end skips the CUDA runtime's host types, textures, surfaces and the device
+  // runtime (4-8 ms of every compile, a sixth of a small kernel's); nvrtc_compile compiles
+  // again without it where a user's code needed them.
+  if (!user_sets(user_options, {"-minimal", "--minimal"})) out.push_back("-minimal");
   out.insert(out.end(), user_options.begin(), user_options.end());
   return out;
 }

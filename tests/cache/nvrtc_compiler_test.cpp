@@ -2,6 +2,8 @@
 // that show the kernel name, the log and the numbered source. Runs without a GPU.
 #include "kiln/cache/nvrtc_compiler.hpp"
 
+#include <nvrtc.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -98,6 +100,39 @@ TEST_CASE("nvrtc syntax error throws CompileError with name, options, log and nu
     CHECK_THAT(what, Contains("  3 |   x[0] = 1 +;"));
     CHECK_THAT(what, Contains("  1 | // line 1"));
     CHECK(e.source() == req.source);
+  }
+}
+
+// kiln's generated kernels compile with -minimal (codegen::with_nvrtc_defaults); user code in
+// them may still use the runtime's host types, which -minimal leaves out.
+TEST_CASE("a source that needs what -minimal leaves out compiles again without it", "[cache]") {
+  CompileRequest req;
+  req.kernel_name = "uses_cuda_error";
+  req.options = {"--std=c++17", "-minimal"};
+  req.source =
+      "extern \"C\" __global__ void uses_cuda_error(int* x) { cudaError_t e = cudaSuccess; "
+      "x[0] = int(e); }\n";
+  // Precondition: NVRTC itself refuses it with -minimal (else this test would prove nothing).
+  nvrtcProgram prog = nullptr;
+  REQUIRE(nvrtcCreateProgram(&prog, req.source.c_str(), "k.cu", 0, nullptr, nullptr) ==
+          NVRTC_SUCCESS);
+  const char* opts[] = {"--std=c++17", "-minimal", "-arch=sm_90"};
+  CHECK(nvrtcCompileProgram(prog, 3, opts) == NVRTC_ERROR_COMPILATION);
+  nvrtcDestroyProgram(&prog);
+
+  const Binary bin = nvrtc_compile(req);
+  CHECK(bin.cubin.substr(0, 4) ==
+        "\x7f"
+        "ELF");
+
+  // A real error is still reported, with the log of the compile without -minimal.
+  req.source = "extern \"C\" __global__ void uses_cuda_error(int* x) { x[0] = 1 +; }\n";
+  try {
+    nvrtc_compile(req);
+    FAIL("expected kiln::CompileError");
+  } catch (const kiln::CompileError& e) {
+    CHECK_THAT(e.log(), Contains("expected an expression"));
+    CHECK_THAT(std::string(e.what()), !Contains("\n-minimal\n"));
   }
 }
 

@@ -24,11 +24,14 @@ TEST_CASE("user -D and -U options become source lines, the rest stays NVRTC opti
   CHECK_THROWS_WITH(split_user_macros({"-DX=a\\", "-DY=2"}), Catch::Contains("backslash"));
 }
 
-TEST_CASE("NVRTC defaults are CuPy's, and user options of the same kind replace them",
+TEST_CASE("NVRTC defaults are CuPy's and -minimal, and user options of the same kind replace them",
           "[codegen]") {
-  CHECK(with_nvrtc_defaults({}) == std::vector<std::string>{"--std=c++17", "-ftz=true"});
+  CHECK(with_nvrtc_defaults({}) ==
+        std::vector<std::string>{"--std=c++17", "-ftz=true", "-minimal"});
   CHECK(with_nvrtc_defaults({"--std=c++20", "-ftz=false"}) ==
-        std::vector<std::string>{"--std=c++20", "-ftz=false"});
+        std::vector<std::string>{"-minimal", "--std=c++20", "-ftz=false"});
   CHECK(with_nvrtc_defaults({"--use_fast_math"}) ==
-        std::vector<std::string>{"--std=c++17", "-ftz=true", "--use_fast_math"});
+        std::vector<std::string>{"--std=c++17", "-ftz=true", "-minimal", "--use_fast_math"});
+  CHECK(with_nvrtc_defaults({"-minimal"}) ==
+        std::vector<std::string>{"--std=c++17", "-ftz=true", "-minimal"});
 }

@@ -69,6 +69,25 @@ TEST_CASE("kernels compile ahead of time for sm_90 without a GPU", "[ops]") {
   CHECK_THROWS_AS(k.make_spec(std::vector<dtype>{float64, float32}), TypeError);
 }
 
+TEST_CASE("generated kernels compile with -minimal, and user code needing the runtime's types "
+          "still compiles",
+          "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  const ElementwiseKernel plain("float32 x", "float32 z", "z = x * 2", "minimal_plain");
+  const auto spec = plain.make_spec(std::vector<dtype>{float32}, {});
+  const auto opts = plain.compile_request(spec, 90).options;
+  CHECK(std::count(opts.begin(), opts.end(), "-minimal") == 1);
+  CHECK_FALSE(plain.compile_for(spec, 90).cubin.empty());
+  // cudaError_t is one of the types -minimal leaves out.
+  const ElementwiseKernel runtime_types("float32 x", "float32 z",
+                                        "cudaError_t e = cudaSuccess; z = x + float(e)",
+                                        "minimal_runtime_types");
+  CHECK_FALSE(
+      runtime_types.compile_for(runtime_types.make_spec(std::vector<dtype>{float32}, {}), 90)
+          .cubin.empty());
+}
+
 namespace {
 // A zero-size array that needs no device: argument checks can run on it anywhere.
 ndarray no_data(Shape shape, dtype t) {
