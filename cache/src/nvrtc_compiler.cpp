@@ -237,9 +237,10 @@ Binary nvrtc_compile(const CompileRequest& req) {
   // the option: the same source and options always give this binary.
   if (const auto minimal = std::find(opts.begin(), opts.end(), "-minimal");
       r == NVRTC_ERROR_COMPILATION && minimal != opts.end()) {
-    kiln::detail::logger().debug("kernel '{}' did not compile with -minimal; compiling it again "
-                                 "without:\n{}",
-                                 req.kernel_name, program_log(prog->get()));
+    kiln::detail::logger().debug(
+        "kernel '{}' did not compile with -minimal; compiling it again "
+        "without:\n{}",
+        req.kernel_name, program_log(prog->get()));
     opts.erase(minimal);
     r = compile();
   }

@@ -69,9 +69,10 @@ TEST_CASE("kernels compile ahead of time for sm_90 without a GPU", "[ops]") {
   CHECK_THROWS_AS(k.make_spec(std::vector<dtype>{float64, float32}), TypeError);
 }
 
-TEST_CASE("generated kernels compile with -minimal, and user code needing the runtime's types "
-          "still compiles",
-          "[ops]") {
+TEST_CASE(
+    "generated kernels compile with -minimal, and user code needing the runtime's types "
+    "still compiles",
+    "[ops]") {
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
   const ElementwiseKernel plain("float32 x", "float32 z", "z = x * 2", "minimal_plain");
