@@ -116,3 +116,57 @@ __device__ __forceinline__ void kiln_row_store_last(kiln_V* kiln_dst,
   memcpy(&kiln_tmp, &kiln_src[0], sizeof(kiln_W));
   __stcs(reinterpret_cast<kiln_W*>(kiln_dst), kiln_tmp);
 }
+// Shifted rows (RowSpec::shifted): a row whose start or length is off its vectors is read in
+// the aligned windows of kiln_w elements that hold it. kiln_h, the row's shift: how many
+// elements of its first window come before it (the first output's; an operand that sits
+// otherwise against 16 bytes is read element by element). The window at kiln_e0 (a multiple
+// of kiln_w) holds the row's elements kiln_e0 - kiln_h .. kiln_e0 - kiln_h + kiln_w - 1; those
+// outside 0 .. kiln_n - 1 are not the row's (their bytes share a 16-byte granule with the
+// row's: inside the buffer, which the planner checks).
+template <int kiln_w, class kiln_V>
+__device__ __forceinline__ unsigned kiln_shift_of(const char* kiln_row) {
+  return unsigned(reinterpret_cast<unsigned long long>(kiln_row) / sizeof(kiln_V)) % kiln_w;
+}
+template <bool kiln_last, int kiln_w, class kiln_V, class kiln_I>
+__device__ __forceinline__ void kiln_window_load(kiln_V (&kiln_dst)[kiln_w], const char* kiln_row,
+                                                 kiln_I kiln_e0, kiln_I kiln_step, unsigned kiln_h,
+                                                 kiln_I kiln_n) {
+  const kiln_V* const kiln_p = reinterpret_cast<const kiln_V*>(kiln_row);
+  if (kiln_step == 0) {
+    kiln_row_load<kiln_w>(kiln_dst, kiln_row, kiln_e0, kiln_step);
+  } else if (kiln_shift_of<kiln_w, kiln_V>(kiln_row) == kiln_h) {
+    const kiln_V* const kiln_at = kiln_p + (kiln_e0 - kiln_I(kiln_h));
+    if (kiln_last) {
+      typedef typename kiln_word<int(sizeof(kiln_V)) * kiln_w>::type kiln_W;
+      const kiln_W kiln_tmp = __ldcs(reinterpret_cast<const kiln_W*>(kiln_at));
+      memcpy(&kiln_dst[0], &kiln_tmp, sizeof(kiln_W));
+    } else {
+      kiln_load<kiln_w>(kiln_dst, kiln_at);
+    }
+  } else {
+#pragma unroll
+    for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k) {
+      const kiln_I kiln_e = kiln_e0 + kiln_I(kiln_k) - kiln_I(kiln_h);
+      kiln_dst[kiln_k] = kiln_e >= 0 && kiln_e < kiln_n ? kiln_p[kiln_e] : kiln_V();
+    }
+  }
+}
+// The outputs' window: one aligned vector where it holds only the row's elements and the
+// output sits as the row's shift says, else the row's elements one by one.
+template <bool kiln_last, int kiln_w, class kiln_V, class kiln_I>
+__device__ __forceinline__ void kiln_window_store(char* kiln_row, kiln_I kiln_e0, unsigned kiln_h,
+                                                  kiln_I kiln_n, const kiln_V (&kiln_src)[kiln_w]) {
+  kiln_V* const kiln_p = reinterpret_cast<kiln_V*>(kiln_row);
+  const kiln_I kiln_e = kiln_e0 - kiln_I(kiln_h);
+  if (kiln_e >= 0 && kiln_e + kiln_w <= kiln_n &&
+      kiln_shift_of<kiln_w, kiln_V>(kiln_row) == kiln_h) {
+    if (kiln_last)
+      kiln_row_store_last<kiln_w>(kiln_p + kiln_e, kiln_src);
+    else
+      kiln_store<kiln_w>(kiln_p + kiln_e, kiln_src);
+  } else {
+#pragma unroll
+    for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k)
+      if (kiln_e + kiln_k >= 0 && kiln_e + kiln_k < kiln_n) kiln_p[kiln_e + kiln_k] = kiln_src[kiln_k];
+  }
+}

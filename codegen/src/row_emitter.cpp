@@ -40,6 +40,19 @@ struct Emit {
     return !streamed() && is_array(j) && __builtin_popcount(u) > 1;
   }
   bool columns() const { return s.group == kRowColumns; }
+  bool shifted() const { return s.shifted != 0; }
+  // Where a row's windows end: its elements, past its shift (kiln_h) when shifted.
+  std::string_view end() const { return shifted() ? "kiln_end" : "kiln_uidx(kiln_n)"; }
+  // The load of leaf j's vector (window) at kiln_e0 into `dst`.
+  std::string load_line(int j, std::string_view dst, bool last) const {
+    if (shifted())
+      return fmt::format(
+          "kiln_window_load<{}, {}>({}, {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}], "
+          "kiln_h, kiln_idx(kiln_n));",
+          last ? "true" : "false", vw(), dst, row_pointer(j), param(j).name, nd() - 1);
+    return fmt::format("{}<{}>({}, {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}]);", row_load(last),
+                       vw(), dst, row_pointer(j), param(j).name, nd() - 1);
+  }
   // The load of a row's vector: a column row's takes the row's step (any), the others' unit
   // steps or none; `last`: a streamed row's last pass (evict-first).
   std::string_view row_load(bool last) const {
@@ -181,8 +194,7 @@ struct Emit {
     auto emit_loads = [&](std::string_view at, const char* slot) {
       for (int j = 0; j < def.nin; ++j)
         if (is_array(j) && !cached(j) && reads(j, use))
-          w.line("{}{}<{}>(kiln_u_{}{}, {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}]);", at,
-                 row_load(last_pass(use)), vw(), j, slot, row_pointer(j), param(j).name, nd() - 1);
+          w.line("{}{}", at, load_line(j, fmt::format("kiln_u_{}{}", j, slot), last_pass(use)));
     };
     if (streamed()) {
       int bytes = 0;
@@ -195,9 +207,9 @@ struct Emit {
       // 0.234 (spilling), 0.487 ms.
       const int loads = std::clamp(48 / std::max(bytes, 1), 1, 3);
       w.line(
-          "{}for (kiln_uidx kiln_b = kiln_t * {}; kiln_b < kiln_uidx(kiln_n); kiln_b += kiln_lanes "
+          "{}for (kiln_uidx kiln_b = kiln_t * {}; kiln_b < {}; kiln_b += kiln_lanes "
           "* {}) {{",
-          ind, vw(), vw() * loads);
+          ind, vw(), end(), vw() * loads);
       for (int j = 0; j < def.nin; ++j)
         if (is_array(j) && !cached(j) && reads(j, use))
           w.line("{}  {} kiln_u_{}[{}][{}];", ind, ctype(j), j, loads, vw());
@@ -206,7 +218,7 @@ struct Emit {
         w.line("{}  for (int kiln_i = 0; kiln_i < {}; ++kiln_i) {{", ind, loads);
         w.line("{}    const kiln_uidx kiln_e0 = kiln_b + kiln_uidx(kiln_i) * kiln_lanes * {};", ind,
                vw());
-        w.line("{}    if (kiln_live && kiln_e0 < kiln_uidx(kiln_n)) {{", ind);
+        w.line("{}    if (kiln_live && kiln_e0 < {}) {{", ind, end());
         if (pass == 0) {
           emit_loads(ind + "      ", "[kiln_i]");
           w.line("{}    }}", ind);
@@ -219,7 +231,7 @@ struct Emit {
       w.line("{}for (int kiln_i = 0; kiln_i < {}; ++kiln_i) {{", ind, int(s.items));
       w.line("{}  const kiln_uidx kiln_e0 = (kiln_uidx(kiln_i) * kiln_lanes + kiln_t) * {};", ind,
              vw());
-      w.line("{}  if (kiln_live && kiln_e0 < kiln_uidx(kiln_n)) {{", ind);
+      w.line("{}  if (kiln_live && kiln_e0 < {}) {{", ind, end());
       for (int j = 0; j < def.nin; ++j)
         if (is_array(j) && !cached(j) && reads(j, use))
           w.line("{}    {} kiln_u_{}[{}];", ind, ctype(j), j, vw());
@@ -235,7 +247,7 @@ struct Emit {
     w.line("{}for (kiln_uidx kiln_i = 0; kiln_i < kiln_held; ++kiln_i) {{", ind);
     w.line("{}  const kiln_uidx kiln_e0 = ((kiln_uidx({}) + kiln_i) * kiln_lanes + kiln_t) * {};",
            ind, int(s.items), vw());
-    w.line("{}  if (kiln_live && kiln_e0 < kiln_uidx(kiln_n)) {{", ind);
+    w.line("{}  if (kiln_live && kiln_e0 < {}) {{", ind, end());
     for (int j = 0; j < def.nin; ++j) {
       if (!is_array(j) || !reads(j, use)) continue;
       w.line("{}    {} kiln_{}_{}[{}];", ind, ctype(j), cached(j) ? "h" : "u", j, vw());
@@ -254,6 +266,12 @@ struct Emit {
     body(ind + "    ", At::before);
     w.line("#pragma unroll");
     w.line("{}    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, vw());
+    if (shifted()) {
+      // The element's place in the row; a window's elements outside it are skipped.
+      w.line("{}      const kiln_idx kiln_ei = kiln_idx(kiln_e0 + kiln_uidx(kiln_k) - kiln_h);",
+             ind);
+      w.line("{}      const bool kiln_ok = kiln_uidx(kiln_ei) < kiln_uidx(kiln_n);", ind);
+    }
     for (int j = 0; j < def.nin; ++j) {
       if (!is_array(j) || !reads(j, use)) continue;
       if (held && cached(j))
@@ -278,6 +296,8 @@ struct Emit {
       if (keeps(r) && kept_into(r) < 0)
         w.line("{}kiln_r{}::T kiln_x{}[{}][{}];", ind, r, r, int(s.items), vw());
     }
+    const std::string_view guard = shifted() ? "if (kiln_ok) " : "";
+    const std::string_view position = shifted() ? "kiln_ei" : "(kiln_e0 + kiln_k)";
     element_loop(ind, phase_use(p), [&](const std::string& in, At at) {
       if (at != At::each) return;
       for (std::size_t r = 0; r < reds.size(); ++r) {
@@ -285,11 +305,11 @@ struct Emit {
         if (keeps(r)) {
           const std::string kept = kept_value(r);
           w.line("{}{} = {};", in, kept, reds[r].input);
-          w.line("{}kiln_r{}::add(kiln_a{}, kiln_r{}::map({}, (long long)(kiln_e0 + kiln_k)));", in,
-                 r, r, r, kept);
+          w.line("{}{}kiln_r{}::add(kiln_a{}, kiln_r{}::map({}, (long long){}));", in, guard, r, r,
+                 r, kept, position);
         } else {
-          w.line("{}kiln_r{}::add(kiln_a{}, kiln_r{}::map({}, (long long)(kiln_e0 + kiln_k)));", in,
-                 r, r, r, reds[r].input);
+          w.line("{}{}kiln_r{}::add(kiln_a{}, kiln_r{}::map({}, (long long){}));", in, guard, r, r,
+                 r, reds[r].input, position);
         }
       }
     });
@@ -353,6 +373,11 @@ struct Emit {
         } else if (columns()) {
           w.line("{}kiln_column_store<{}>({}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}], kiln_s{});",
                  in, vw(), row_pointer(k), param(k).name, nd() - 1, o);
+        } else if (shifted()) {
+          w.line(
+              "{}kiln_window_store<{}, {}>({}, kiln_idx(kiln_e0), kiln_h, kiln_idx(kiln_n), "
+              "kiln_s{});",
+              in, last_pass(kRowOutputsUse) ? "true" : "false", vw(), row_pointer(k), o);
         } else {
           w.line("{}{}<{}>(reinterpret_cast<{}*>({}) + kiln_e0, kiln_s{});", in,
                  last_pass(kRowOutputsUse) ? "kiln_row_store_last" : "kiln_store", vw(), ctype(k),
@@ -371,7 +396,11 @@ struct Emit {
       // Vectors a thread holds in shared memory (the launch gives lanes * kiln_held of each
       // cached leaf, in leaf order), past the items a thread holds in registers.
       w.line("  extern __shared__ __align__(16) unsigned char kiln_dynamic[];");
-      w.line("  const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", vw());
+      // Shifted rows: windows for the widest shift (the plan's shared bytes count the same).
+      if (shifted())
+        w.line("  const kiln_uidx kiln_nvec = (kiln_uidx(kiln_n) + {}) / {};", 2 * vw() - 2, vw());
+      else
+        w.line("  const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", vw());
       w.line("  const kiln_uidx kiln_in_registers = kiln_uidx({}) * blockDim.x;", int(s.items));
       w.line(
           "  const kiln_uidx kiln_held = kiln_nvec > kiln_in_registers ? (kiln_nvec - "
@@ -388,6 +417,12 @@ struct Emit {
     }
     open_lane_group_rows(w);
     out_offsets("    ");
+    if (shifted()) {
+      const int o = def.nin;  // the first output
+      w.line("    const unsigned kiln_h = kiln_shift_of<{}, {}>({});", vw(), ctype(o),
+             row_pointer(o));
+      w.line("    const kiln_uidx kiln_end = kiln_uidx(kiln_n) + kiln_h;");
+    }
     bool copies = false;
     for (int j = 0; j < def.nin && s.shared; ++j) {
       if (!cached(j)) continue;
@@ -402,16 +437,16 @@ struct Emit {
         w.line(
             "{}  const kiln_uidx kiln_e0 = ((kiln_uidx({}) + kiln_i) * kiln_lanes + kiln_t) * {};",
             ind, int(s.items), vw());
-        w.line("{}  if (kiln_live && kiln_e0 < kiln_uidx(kiln_n)) {{", ind);
+        w.line("{}  if (kiln_live && kiln_e0 < {}) {{", ind, end());
         const std::string slot =
             fmt::format("kiln_sh_{} + (kiln_i * kiln_lanes + kiln_t) * {}", j, vw());
         if (copy) {
-          w.line("{}    kiln_row_copy<{}>({}, reinterpret_cast<const {}*>({}) + kiln_e0);", ind,
-                 bytes, slot, ctype(j), row_pointer(j));
+          w.line("{}    kiln_row_copy<{}>({}, reinterpret_cast<const {}*>({}) + {});", ind, bytes,
+                 slot, ctype(j), row_pointer(j),
+                 shifted() ? "(kiln_idx(kiln_e0) - kiln_idx(kiln_h))" : "kiln_e0");
         } else {
           w.line("{}    {} kiln_v[{}];", ind, ctype(j), vw());
-          w.line("{}    kiln_row_load<{}>(kiln_v, {}, kiln_idx(kiln_e0), {});", ind, vw(),
-                 row_pointer(j), step);
+          w.line("{}    {}", ind, load_line(j, "kiln_v", false));
           w.line("{}    kiln_store<{}>({}, kiln_v);", ind, vw(), slot);
         }
         w.line("{}  }}", ind);
@@ -419,7 +454,12 @@ struct Emit {
       };
       if (bytes >= 4) {
         copies = true;
-        w.line("    if ({} != 0) {{", step);
+        // Shifted: copied only where the leaf sits as the row's shift says (whole windows).
+        if (shifted())
+          w.line("    if ({} != 0 && kiln_shift_of<{}, {}>({}) == kiln_h) {{", step, vw(), ctype(j),
+                 row_pointer(j));
+        else
+          w.line("    if ({} != 0) {{", step);
         fill("      ", true);
         w.line("    }} else {{");
         fill("      ", false);
@@ -435,9 +475,8 @@ struct Emit {
       w.line("    for (int kiln_i = 0; kiln_i < {}; ++kiln_i) {{", int(s.items));
       w.line("      const kiln_uidx kiln_e0 = (kiln_uidx(kiln_i) * kiln_lanes + kiln_t) * {};",
              vw());
-      w.line("      if (kiln_live && kiln_e0 < kiln_uidx(kiln_n))");
-      w.line("        {}<{}>(kiln_c_{}[kiln_i], {}, kiln_idx(kiln_e0), kiln_p_{}.kiln_s[{}]);",
-             row_load(false), vw(), j, row_pointer(j), param(j).name, nd() - 1);
+      w.line("      if (kiln_live && kiln_e0 < {})", end());
+      w.line("        {}", load_line(j, fmt::format("kiln_c_{}[kiln_i]", j), false));
       w.line("    }}");
     }
     if (copies) w.line("    kiln_row_wait();");

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <tuple>
 #include <type_traits>
@@ -416,6 +417,68 @@ TEST_CASE("kiln::fuse runs softmax and layer norm written with NumPy's functions
   fuse([](auto& x) { x = (x - kiln::mean(x, -1, true)) / kiln::std(x, -1, true); })(c);
   std::vector<float> ones(1024, 1.0f), zeros(1024, 0.0f);
   CHECK(mismatches(c, host_layer_norm(h, 512, 1024, ones, zeros, 0.0), 1e-4, 1e-4) == 0);
+}
+
+TEST_CASE("rows off their vectors (odd lengths, views starting inside a vector) match the host",
+          "[ops][gpu]") {
+  // Read in shifted 16-byte windows: lane groups (77, 5), a block (1023), a wide block (16001),
+  // rows held partly in shared memory (32001) and streamed ones (36001); inputs that start 0-3
+  // elements into a vector, and outputs that sit otherwise (inputs then read element by
+  // element), whose neighbours outside the view must stay untouched.
+  for (Shape shape : {Shape{3000, 77}, Shape{700, 5}, Shape{513, 1023}, Shape{40, 16001},
+                      Shape{600, 32001}, Shape{600, 36001}}) {
+    const std::int64_t m = shape[0], n = shape[1];
+    for (std::int64_t start : {0, 1, 3}) {
+      for (bool out_view : {false, true}) {
+        INFO(shape.str() << " input starting " << start << " in, output "
+                         << (out_view ? "a view one element in" : "its own"));
+        std::vector<float> hbase, hg, hb;
+        const ndarray base = random_f32({m, n + 3}, hbase);
+        const ndarray a = base(all, slice(start, start + n));
+        std::vector<float> h(std::size_t(m * n));
+        for (std::int64_t r = 0; r < m; ++r)
+          for (std::int64_t k = 0; k < n; ++k)
+            h[std::size_t(r * n + k)] = hbase[std::size_t(r * (n + 3) + start + k)];
+        const ndarray g = random_f32({n}, hg, 0.5, 2), b = random_f32({n}, hb);
+        const auto x = lazy(a);
+        ndarray out_base = poisoned({m, n + 2}, float32);
+        auto run = [&](const lazy_expr& e, const std::vector<double>& want, double tol) {
+          ndarray y = out_view ? out_base(all, slice(1, n + 1)) : poisoned(shape, float32);
+          eval_into(e, y);
+          CHECK(mismatches(y.copy(), want, tol, tol) == 0);
+          if (out_view) {  // the columns either side of the view keep their poison
+            const auto all_out = out_base.get<float>();
+            const auto poison = poisoned({1}, float32).get<float>()[0];
+            std::size_t touched = 0;
+            for (std::int64_t r = 0; r < m; ++r)
+              for (std::int64_t k : {std::int64_t(0), n + 1}) {
+                const float v = all_out[std::size_t(r * (n + 2) + k)];
+                touched += std::memcmp(&v, &poison, sizeof v) != 0;
+              }
+            CHECK(touched == 0);
+          }
+        };
+        run(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true),
+            host_softmax(h, m, n, false), 1e-5);
+        run((x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true)),
+            host_softmax(h, m, n, true), 1e-5);
+        run((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b,
+            host_layer_norm(h, m, n, hg, hb, 1e-5), 1e-4);
+      }
+    }
+  }
+  // float16 rows of odd length (windows of 8), starting one element in.
+  const std::int64_t m = 300, n = 1001;
+  std::vector<float> hbase;
+  const ndarray base = random_f16({m, n + 1}, hbase);
+  std::vector<float> h(std::size_t(m * n));
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t k = 0; k < n; ++k)
+      h[std::size_t(r * n + k)] = hbase[std::size_t(r * (n + 1) + 1 + k)];
+  const auto x = lazy(base(all, slice(1, n + 1)));
+  ndarray y = poisoned({m, n}, float16);
+  eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
+  CHECK(mismatches<half>(y, host_softmax(h, m, n, false), 1e-3, 1e-2) == 0);
 }
 
 TEST_CASE("layer norm of float16 and float64 rows matches the host", "[ops][gpu]") {

@@ -269,6 +269,96 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
   CHECK(p.m == 8 * 16);
 }
 
+TEST_CASE("rows off their vectors are read in shifted 16-byte windows", "[ops]") {
+  using test::untouched;
+  detail::RowPlan p;
+  // An odd vocabulary of 32001: rows start anywhere against 16 bytes; windows of 4 float32,
+  // held in registers and shared memory as aligned rows are (12 windows a thread there). (The
+  // input a view of a larger buffer: these test buffers are not whole granules, kiln's are.)
+  REQUIRE(plan({2097, 32001}, 0b10,
+               {untouched({2098, 32001})(slice(0, 2097)), untouched({2097, 32001})}, 1, p));
+  CHECK((p.spec.shifted == 1 && p.spec.vector_width == 4 && p.spec.shared == 1));
+  CHECK(p.shared_bytes == 12 * 512 * 16);
+  // Odd rows that fit registers, a float16 row of 4095, and lane groups of short rows.
+  REQUIRE(plan({16384, 4095}, 0b10, {untouched({16384, 4095}), untouched({16384, 4095})}, 1, p));
+  CHECK((p.spec.shifted == 1 && p.spec.vector_width == 4 && p.spec.shared == 0));
+  REQUIRE(plan({1000, 4095}, 0b10,
+               {untouched({1000, 4095}, float16), untouched({1000, 4095}, float16)}, 1, p));
+  CHECK((p.spec.shifted == 1 && p.spec.vector_width == 8));
+  REQUIRE(plan({100000, 1001}, 0b10, {untouched({100000, 1001}), untouched({100000, 1001})}, 1, p));
+  CHECK((p.spec.shifted == 1 && p.spec.group == codegen::kRowLaneGroup));
+  // Rows shorter than 64 windows keep element loads (their partial windows weigh too much).
+  REQUIRE(plan({262144, 255}, 0b10, {untouched({262144, 255}), untouched({262144, 255})}, 1, p));
+  CHECK((p.spec.shifted == 0 && p.spec.vector_width == 1));
+  // An operand that sits otherwise than the output (a view starting one element in; layer
+  // norm's weights against odd rows) is read element by element: windows only where rows read
+  // by elements would not fit a block's registers (more than 512 lanes of 8).
+  const ndarray wide = untouched({512, 8193});
+  REQUIRE(
+      plan({512, 8192}, 0b10, {wide(all, slice(1, std::nullopt)), untouched({512, 8192})}, 1, p));
+  CHECK((p.spec.shifted == 1 && p.spec.vector_width == 4));
+  const ndarray narrow = untouched({512, 4097});
+  REQUIRE(
+      plan({512, 4096}, 0b10, {narrow(all, slice(1, std::nullopt)), untouched({512, 4096})}, 1, p));
+  CHECK((p.spec.shifted == 0 && p.spec.vector_width == 1));
+  REQUIRE(plan({512, 1023}, 0b10,
+               {untouched({512, 1023}), untouched({1024})(slice(0, 1023)), untouched({512, 1}),
+                untouched({512, 1023})},
+               3, p));
+  CHECK(p.spec.shifted == 0);
+  REQUIRE(plan({300, 8191}, 0b10,
+               {untouched({300, 8191}), untouched({8192})(slice(0, 8191)), untouched({300, 1}),
+                untouched({300, 8191})},
+               3, p));
+  CHECK(p.spec.shifted == 1);
+  // Aligned rows keep whole vectors; 8-byte and complex elements, mixed itemsizes along the
+  // row, arrays with no buffer of kiln's, and a buffer that ends off a granule do not shift.
+  REQUIRE(plan({512, 4096}, 0b10, {untouched({512, 4096}), untouched({512, 4096})}, 1, p));
+  CHECK((p.spec.shifted == 0 && p.spec.vector_width == 4));
+  for (dtype t : {float64, complex64}) {
+    REQUIRE(plan({512, 4095}, 0b10, {untouched({512, 4095}, t), untouched({512, 4095}, t)}, 1, p));
+    CHECK(p.spec.shifted == 0);
+  }
+  REQUIRE(plan({512, 4095}, 0b10, {untouched({512, 4095}, float16), untouched({512, 4095})}, 1, p));
+  CHECK(p.spec.shifted == 0);
+  REQUIRE(plan({512, 4095}, 0b10, {no_memory({512, 4095}, float32), untouched({512, 4095})}, 1, p));
+  CHECK(p.spec.shifted == 0);
+  const ndarray ragged = untouched({300, 5001}, int8);  // 1500300 bytes: ends off a granule
+  REQUIRE(plan({300, 5001}, 0b10, {ragged, untouched({300, 5001}, int8)}, 1, p));
+  CHECK(p.spec.shifted == 0);
+  REQUIRE(
+      plan({300, 4980}, 0b10, {ragged(all, slice(0, 4980)), untouched({300, 4980}, int8)}, 1, p));
+  CHECK((p.spec.shifted == 1 && p.spec.vector_width == 16));
+}
+
+TEST_CASE("shifted rows compile for sm_90 on every row shape", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  const auto x = lazy(no_memory({64, 4095}, float32));
+  const ndarray g = no_memory({4095}, float32), b = no_memory({4095}, float32);
+  const auto h = lazy(no_memory({64, 4095}, float16));
+  const lazy_expr exprs[] = {
+      exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true),
+      (x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b,
+      (h - max(h, -1, true)) - log(sum(exp(h - max(h, -1, true)), -1, true))};
+  int shifted = 0;
+  for (const lazy_expr& e : exprs) {
+    const RowKernel* k = aot::row_kernel(e);
+    REQUIRE(k);
+    for (const auto& sp : k->specs(row_target(e, e.dtype()))) {
+      if (!sp.shifted || sp.out_ndim != 1 || sp.index_bits != 32) continue;
+      ++shifted;
+      CHECK(sp.vector_width == 16 / e.dtype().itemsize());
+      const auto req = k->compile_request(sp, 90);
+      INFO(req.source);
+      CHECK_NOTHROW(cache::compile_cached(req));
+    }
+  }
+  // A group of lanes, a block and a wide block with 1, 2, 4 or 8 windows a thread, a held row
+  // with 1, 2 or 4, and a streamed row.
+  CHECK(shifted == 3 * 16);
+}
+
 TEST_CASE("rows along an outer axis plan as columns, lane groups along the strided rows", "[ops]") {
   detail::RowPlan p;
   // Channel softmax of NCHW with 21 classes: rows strided by H * W, 2 lanes a row of 16

@@ -18,6 +18,7 @@
 //                         // memory (the launch's dynamic bytes), for rows too long for registers
 //   s.items = 0;          // streamed: no registers hold the row; each phase reads it again
 //                         // (from L2, which holds the rows in flight), for rows too long for both
+//   s.shifted = 1;        // rows of any length and start, read in aligned 16-byte windows
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -48,12 +49,18 @@ struct RowSpec {
                                   // any length, re-read by each phase (wide blocks only)
   std::uint8_t group = 1;         // kRowLaneGroup, kRowBlock or kRowColumns (below)
   std::uint8_t nparams = 0;
-  std::uint8_t wide = 0;    // group 0 with kMaxRowLanes lanes: the launch bounds ask for two
-                            // resident blocks (at most 64 registers a thread), where the
-                            // registers a row takes would otherwise leave one block per SM
-  std::uint8_t shared = 0;  // wide blocks holding items vectors a thread: the row's vectors past
-                            // lanes * items go to dynamic shared memory, ceil(rest / lanes) a
-                            // thread (a run-time count), of every leaf read in several phases
+  std::uint8_t wide = 0;     // group 0 with kMaxRowLanes lanes: the launch bounds ask for two
+                             // resident blocks (at most 64 registers a thread), where the
+                             // registers a row takes would otherwise leave one block per SM
+  std::uint8_t shared = 0;   // wide blocks holding items vectors a thread: the row's vectors past
+                             // lanes * items go to dynamic shared memory, ceil(rest / lanes) a
+                             // thread (a run-time count), of every leaf read in several phases
+  std::uint8_t shifted = 0;  // rows off their vectors (a length or a start off 16 bytes), read
+                             // in the aligned windows that hold them: vector_width elements a
+                             // window, the row's first window starting up to vector_width - 1
+                             // elements before it (the first output's shift, found per row);
+                             // elements outside the row are skipped, stores that would pass
+                             // its ends go element by element (kiln_window_load/_store)
   std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array
 
   dtype param_dtype(int k) const {
@@ -66,6 +73,6 @@ struct RowSpec {
   }
   std::size_t key_size() const { return offsetof(RowSpec, params) + sizeof(OperandSpec) * nparams; }
 };
-static_assert(offsetof(RowSpec, params) == 8);
+static_assert(offsetof(RowSpec, params) == 9);
 
 }  // namespace kiln::codegen

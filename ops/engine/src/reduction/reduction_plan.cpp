@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "call/buffer_granules.hpp"
 #include "call/stack_vector.hpp"
 #include "kiln/codegen/loop_layout.hpp"
 
@@ -26,20 +27,6 @@ void collapse_group(Shape& shape, std::span<Shape> strides) {
     shape = Shape{1};
     for (auto& s : strides) s = Shape{0};
   }
-}
-
-// Whether the aligned 16-byte granules holding `a`'s elements all lie inside its buffer: a
-// window holds an element of its run, but its other bytes may pass the buffer's ends. kiln's
-// own buffers are whole granules (memory.cpp); memory from elsewhere (DLPack) may not be.
-bool granules_inside_buffer(const ndarray& a) {
-  const Buffer* buf = a.buffer().get();
-  if (!buf || !buf->data() || a.size() == 0) return false;
-  const auto [lo, hi] = a.byte_extent();
-  const auto begin = reinterpret_cast<std::uintptr_t>(buf->data());
-  const auto at = reinterpret_cast<std::uintptr_t>(a.data());
-  const std::uintptr_t first = (at + std::uintptr_t(lo)) & ~std::uintptr_t(15);
-  const std::uintptr_t end = (at + std::uintptr_t(hi) + 15) & ~std::uintptr_t(15);
-  return first >= begin && end <= begin + buf->size();
 }
 
 }  // namespace

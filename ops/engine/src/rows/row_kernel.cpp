@@ -115,31 +115,38 @@ std::vector<codegen::RowSpec> RowKernel::specs(const aot_target& t) const {
   codegen::RowSpec base;
   base.nparams = std::uint8_t(n);
   std::size_t widest = 1;
+  bool complex = false;
   for (std::size_t k = 0; k < n; ++k) {
     const bool array = info[k].is_array || int(k) >= def.nin;
     base.set_param(int(k), types[k],
                    array ? codegen::OperandKind::array : codegen::OperandKind::scalar);
     if (array) widest = std::max(widest, types[k].itemsize());
+    complex = complex || (array && types[k].is_complex());
   }
+  // Shifted rows (any length or start) read windows of the widest vectors (row_plan.cpp).
+  const bool shiftable = widest <= 4 && !complex;
   std::vector<codegen::RowSpec> out;
   for (int bits : t.index64 ? std::vector<int>{32, 64} : std::vector<int>{32})
     for (int od = 1; od <= t.max_ndim; ++od)
       for (int vw = 1; vw <= int(16 / widest); vw *= 2)
         for (int items : {1, 2, 4, 8, 0})
-          for (int shape : {1, 0, 2, 3}) {  // a group of lanes, a block, a wide block, a wide
-                                            // block holding the rest in shared memory
-            if (items == 0 && shape != 2) continue;  // streamed rows: wide blocks only
-            if (shape == 3 && items > detail::kHeldRowItems) continue;
-            codegen::RowSpec s = base;
-            s.index_bits = std::uint8_t(bits);
-            s.out_ndim = std::uint8_t(od);
-            s.vector_width = std::uint8_t(vw);
-            s.items = std::uint8_t(items);
-            s.group = shape == 1 ? codegen::kRowLaneGroup : codegen::kRowBlock;
-            s.wide = std::uint8_t(shape >= 2);
-            s.shared = std::uint8_t(shape == 3);
-            out.push_back(s);
-          }
+          for (int shape : {1, 0, 2, 3})  // a group of lanes, a block, a wide block, a wide
+                                          // block holding the rest in shared memory
+            for (int shifted : {0, 1}) {
+              if (items == 0 && shape != 2) continue;  // streamed rows: wide blocks only
+              if (shape == 3 && items > detail::kHeldRowItems) continue;
+              if (shifted && (!shiftable || vw != int(16 / widest))) continue;
+              codegen::RowSpec s = base;
+              s.shifted = std::uint8_t(shifted);
+              s.index_bits = std::uint8_t(bits);
+              s.out_ndim = std::uint8_t(od);
+              s.vector_width = std::uint8_t(vw);
+              s.items = std::uint8_t(items);
+              s.group = shape == 1 ? codegen::kRowLaneGroup : codegen::kRowBlock;
+              s.wide = std::uint8_t(shape >= 2);
+              s.shared = std::uint8_t(shape == 3);
+              out.push_back(s);
+            }
   // Columns (lane groups along strided rows): one element per access, up to kColumnItems
   // elements a lane in powers of two.
   for (int bits : t.index64 ? std::vector<int>{32, 64} : std::vector<int>{32})
