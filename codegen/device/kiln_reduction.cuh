@@ -167,6 +167,7 @@ __device__ __forceinline__ void kiln_window_store(char* kiln_row, kiln_I kiln_e0
   } else {
 #pragma unroll
     for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k)
-      if (kiln_e + kiln_k >= 0 && kiln_e + kiln_k < kiln_n) kiln_p[kiln_e + kiln_k] = kiln_src[kiln_k];
+      if (kiln_e + kiln_k >= 0 && kiln_e + kiln_k < kiln_n)
+        kiln_p[kiln_e + kiln_k] = kiln_src[kiln_k];
   }
 }
