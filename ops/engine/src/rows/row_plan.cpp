@@ -179,10 +179,10 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   // unshifted rows would not fit a block's registers. Rows shorter than 64 windows keep
   // element loads: a row's first and last windows are partial, a large share of a short row.
   // Measured on an H100 (fraction of the copy rate, unshifted -> shifted): softmax of
-  // (16384, 4097) 0.70 -> 0.88, (8192, 7777) 0.75 -> 0.94, (2048, 32001) 0.39 -> 0.86,
-  // (131072, 511) 0.85 -> 0.92; layer norm of (4096, 16383) 0.40 -> 0.75, (2048, 32001) 0.55 ->
-  // 0.75; but softmax of (262144, 255) 0.95 -> 0.90, layer norm of (16384, 4095) 0.69 -> 0.55
-  // and (524288, 127) 0.87 -> 0.70.
+  // (16384, 4097) 0.70 -> 0.93, (8192, 7777) 0.74 -> 0.95, (2048, 32001) 0.39 -> 0.86,
+  // (131072, 511) 0.85 -> 0.94; layer norm of (4096, 16383) 0.40 -> 0.77, (2048, 32001) 0.55 ->
+  // 0.76. Without the two conditions: softmax of (262144, 255) 0.95 -> 0.90, layer norm of
+  // (16384, 4095) 0.69 -> 0.55 and (524288, 127) 0.87 -> 0.70.
   const int widest_vw = int(16 / widest);
   const int ref = nin < int(arrays.size()) && arrays[std::size_t(nin)] ? nin : -1;
   bool gathers = false;
