@@ -467,6 +467,23 @@ TEST_CASE("rows off their vectors (odd lengths, views starting inside a vector) 
       }
     }
   }
+  {  // int8 rows of odd length (windows of 16): x - max(x), exact.
+    const std::int64_t m = 300, n = 5001;
+    std::vector<float> hf;
+    const ndarray a = random_f32({m, n}, hf, -100, 100).astype(int8);
+    const auto h8 = a.get<std::int8_t>();
+    std::vector<double> want(h8.size());
+    for (std::int64_t r = 0; r < m; ++r) {
+      std::int8_t mx = h8[std::size_t(r * n)];
+      for (std::int64_t k = 0; k < n; ++k) mx = std::max(mx, h8[std::size_t(r * n + k)]);
+      for (std::int64_t k = 0; k < n; ++k)
+        want[std::size_t(r * n + k)] = double(std::int8_t(h8[std::size_t(r * n + k)] - mx));
+    }
+    const auto x = lazy(a);
+    ndarray y = poisoned({m, n}, int8);
+    eval_into(x - max(x, -1, true), y);
+    CHECK(mismatches<std::int8_t>(y, want, 0, 0) == 0);
+  }
   // float16 rows of odd length (windows of 8), starting one element in.
   const std::int64_t m = 300, n = 1001;
   std::vector<float> hbase;
