@@ -421,12 +421,14 @@ TEST_CASE("kiln::fuse runs softmax and layer norm written with NumPy's functions
 
 TEST_CASE("rows off their vectors (odd lengths, views starting inside a vector) match the host",
           "[ops][gpu]") {
-  // Read in shifted 16-byte windows: lane groups (77, 5), a block (1023), a wide block (16001),
-  // rows held partly in shared memory (32001) and streamed ones (36001); inputs that start 0-3
-  // elements into a vector, and outputs that sit otherwise (inputs then read element by
-  // element), whose neighbours outside the view must stay untouched.
-  for (Shape shape : {Shape{3000, 77}, Shape{700, 5}, Shape{513, 1023}, Shape{40, 16001},
-                      Shape{600, 32001}, Shape{600, 36001}}) {
+  // Rows of 77 and 5 (too short for windows: element loads); read in shifted 16-byte windows:
+  // lane groups (301: 16 lanes a row, two rows of different shifts in a warp; 1001), a block
+  // (1023), a wide block (16001), rows held partly in shared memory (32001) and streamed ones
+  // (36001); inputs that start 0-3 elements into a vector, and outputs that sit otherwise
+  // (inputs then read element by element), whose neighbours outside the view must stay
+  // untouched.
+  for (Shape shape : {Shape{3000, 77}, Shape{700, 5}, Shape{4000, 301}, Shape{2000, 1001},
+                      Shape{513, 1023}, Shape{40, 16001}, Shape{600, 32001}, Shape{600, 36001}}) {
     const std::int64_t m = shape[0], n = shape[1];
     for (std::int64_t start : {0, 1, 3}) {
       for (bool out_view : {false, true}) {
