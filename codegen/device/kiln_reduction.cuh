@@ -132,17 +132,12 @@ __device__ __forceinline__ void kiln_window_load(kiln_V (&kiln_dst)[kiln_w], con
                                                  kiln_I kiln_e0, kiln_I kiln_step, unsigned kiln_h,
                                                  kiln_I kiln_n) {
   const kiln_V* const kiln_p = reinterpret_cast<const kiln_V*>(kiln_row);
-  if (kiln_step == 0) {
-    kiln_row_load<kiln_w>(kiln_dst, kiln_row, kiln_e0, kiln_step);
-  } else if (kiln_shift_of<kiln_w, kiln_V>(kiln_row) == kiln_h) {
-    const kiln_V* const kiln_at = kiln_p + (kiln_e0 - kiln_I(kiln_h));
-    if (kiln_last) {
-      typedef typename kiln_word<int(sizeof(kiln_V)) * kiln_w>::type kiln_W;
-      const kiln_W kiln_tmp = __ldcs(reinterpret_cast<const kiln_W*>(kiln_at));
-      memcpy(&kiln_dst[0], &kiln_tmp, sizeof(kiln_W));
-    } else {
-      kiln_load<kiln_w>(kiln_dst, kiln_at);
-    }
+  if (kiln_step == 0 || kiln_shift_of<kiln_w, kiln_V>(kiln_row) == kiln_h) {
+    // One element repeated, or one aligned vector (the row's first element kiln_h in).
+    if (kiln_last)
+      kiln_row_load_last<kiln_w>(kiln_dst, kiln_row, kiln_e0 - kiln_I(kiln_h), kiln_step);
+    else
+      kiln_row_load<kiln_w>(kiln_dst, kiln_row, kiln_e0 - kiln_I(kiln_h), kiln_step);
   } else {
 #pragma unroll
     for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k) {

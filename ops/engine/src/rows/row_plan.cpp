@@ -25,13 +25,6 @@ constexpr int kMaxCachedRegisters = 64;  // 32-bit registers a thread spends on 
 // reductions' static slots (33 states each).
 constexpr std::int64_t kSharedReserve = 4096;
 
-// The operand slot (index into ops) of parameter k.
-int plan_slot(const std::array<int, kMaxParams>& ops, int nops, int k) {
-  for (int j = 0; j < nops; ++j)
-    if (ops[std::size_t(j)] == k) return j;
-  return 0;
-}
-
 std::int64_t pow2_ceil(std::int64_t v) {
   std::int64_t p = 1;
   while (p < v) p *= 2;
@@ -188,7 +181,7 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   bool gathers = false;
   auto shiftable = [&] {
     if (ref < 0) return false;
-    const int jref = plan_slot(ops, nops, ref);
+    const auto jref = std::size_t(std::find(ops.begin(), ops.begin() + nops, ref) - ops.begin());
     const auto ref_at = reinterpret_cast<std::uintptr_t>(arrays[std::size_t(ref)]->data());
     for (int j = 0; j < nops; ++j) {
       const int k = ops[std::size_t(j)];
@@ -203,7 +196,7 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
       if (k < nin && !granules_inside_buffer(*arrays[std::size_t(k)])) return false;
       bool same = (at - ref_at) % 16 == 0;
       for (std::size_t d = 0; d < ks[std::size_t(j)].size(); ++d)
-        same = same && (ks[std::size_t(j)][int(d)] - ks[std::size_t(jref)][int(d)]) % 16 == 0;
+        same = same && (ks[std::size_t(j)][int(d)] - ks[jref][int(d)]) % 16 == 0;
       gathers = gathers || !same;
     }
     return true;
