@@ -318,40 +318,54 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
 // Outputs C-contiguous over the loop, inputs anywhere (broadcasts along short or unaligned
 // last axes, steps, reversals): a thread takes `unroll` vectors of `vector_width` elements of
 // the flat loop, spaced by the grid (coalesced stores), unravels each vector's first element
-// once with the precomputed divisors, then walks its elements by adding each input's last-axis
-// stride, wrapping into the next row with a precomputed step (a full unravel only where a
-// vector leaves a plane of the last two axes, which the planner keeps rare). A last axis of
-// whole vectors (log2_unit_cols > 0) has no wrap to test, and its `staged` inputs (unit steps
-// along the rows, aligned: the planner checks) read each vector in one load. Single elements
-// spread over a warp's 16-byte vectors cost the L1 four times the wavefronts of vector loads:
-// float32 (64, 1, 2176) broadcast into (64, 480, 2176) ran at 0.65 of the copy rate with the
-// L1 96% busy (ncu, H200), 0.88 with vector loads. Choosing the load per input at run time
-// instead (one branch, the same in every thread) took 40 registers where either kind alone
-// takes 32, and lost more occupancy than it saved (0.56).
-// Every output moves as one vector; the elements past the last whole vector run one per
-// thread.
+// once with the precomputed divisors, then walks the vector in groups of unit_cols elements
+// (groups never cross a row: the last axis holds whole groups), adding each input's step per
+// group and wrapping into the next row with a precomputed step at a group's start (a full
+// unravel only where a vector leaves a plane of the last two axes, which the planner keeps
+// rare). A last axis of whole vectors (one group) has no wrap to test. `staged` inputs (unit
+// steps along the rows, aligned for a group: the planner checks) read each group in one load;
+// inputs constant along the rows (staged 2: stride 0 along the last axis) read one element
+// per row a vector touches; the others element by element. Single elements spread over a warp's
+// 16-byte vectors cost the L1 four times the wavefronts of vector loads: float32 (64, 1, 2176)
+// broadcast into (64, 480, 2176) ran at 0.65 of the copy rate with the L1 96% busy (ncu, H200),
+// 0.88 with vector loads. Choosing the load per input at run time instead (one branch, the same in
+// every thread) took 40 registers where either kind alone takes 32, and lost more occupancy than it
+// saved (0.56). Every output moves as one vector; the elements past the last whole vector run
+// one per thread.
 void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   const int vw = s.vector_width, u = s.unroll, nd = s.ndim, last = nd - 1;
+  const int g = s.unit_cols(), groups = vw / g;
   const auto ops = loop_arrays(def, s);
   std::vector<LoopOperand> ins;  // gathered by strides; outputs are contiguous
   for (const auto& o : ops)
     if (!o.p->is_output) ins.push_back(o);
-  const bool whole = s.log2_unit_cols > 0;
-  // Inputs read by whole vectors (whole rows only); the others step element by element.
-  auto vector_read = [&](const LoopOperand& o) { return whole && s.staged(o.k); };
+  // A vector may cross into the next row, at a group's start.
+  const bool wraps = nd > 1 && groups > 1;
+  // Inputs read by whole groups; inputs constant along the rows (staged 2: a column, a
+  // per-channel vector) read once per row; the others step element by element.
+  auto vector_read = [&](const LoopOperand& o) {
+    return g > 1 && s.params[std::size_t(o.k)].staged == 1;
+  };
+  auto row_constant = [&](const LoopOperand& o) {
+    return nd > 1 && s.params[std::size_t(o.k)].staged == 2;
+  };
   // Every input's last-axis stride and (where vectors cross rows) its step from one row's end
   // to the next row's start; the same for the flat index i.
   for (const auto& o : ins) {
-    if (vector_read(o)) continue;
-    w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", o.p->name, last);
-    if (nd > 1 && !whole)
+    if (vector_read(o))
+      w.line("  const kiln_idx kiln_is_{0} = kiln_idx(sizeof({1}));", o.p->name, ctype(s, o.k));
+    else if (row_constant(o))
+      w.line("  const kiln_idx kiln_is_{0} = 0;", o.p->name);
+    else
+      w.line("  const kiln_idx kiln_is_{0} = kiln_p_{0}.kiln_s[{1}];", o.p->name, last);
+    if (wraps)
       w.line(
           "  const kiln_idx kiln_iw_{0} = kiln_p_{0}.kiln_s[{1}] - kiln_shape.kiln_v[{2}] * "
           "kiln_is_{0};",
           o.p->name, last - 1, last);
   }
   w.line("  const kiln_idx kiln_ie = kiln_shape.kiln_e[{}];", last);
-  if (nd > 1 && !whole) {
+  if (wraps) {
     w.line("  const kiln_idx kiln_iw = kiln_shape.kiln_e[{}] - kiln_shape.kiln_v[{}] * kiln_ie;",
            last - 1, last);
     w.line("  const kiln_idx kiln_nl = kiln_shape.kiln_v[{}], kiln_n2 = kiln_shape.kiln_v[{}];",
@@ -411,35 +425,70 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   w.line("        kiln_idx kiln_ii, kiln_cl = 0, kiln_c2 = 0;");
   w.line("        (void)kiln_cl; (void)kiln_c2;");
   unravel("        ", fmt::format("kiln_t * {}", vw));
-  // Whole vectors from the vector's first element.
+  // Inputs constant along the rows: this row's element, again at each row a vector enters.
+  auto load_row_constants = [&](std::string_view indent) {
+    for (const auto& o : ins)
+      if (o.load && row_constant(o))
+        w.line("{}kiln_c_{} = {};", indent, o.p->name,
+               elem(o, fmt::format("kiln_o_{}", o.p->name)));
+  };
   for (const auto& o : ins)
-    if (o.load && vector_read(o))
-      w.line(
-          "        kiln_load<{}>(kiln_r_{}[kiln_u], reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + "
-          "kiln_o_{}));",
-          vw, o.p->name, ctype(s, o.k), o.p->name, o.p->name);
-  // The others element by element.
+    if (o.load && row_constant(o)) w.line("        {} kiln_c_{};", ctype(s, o.k), o.p->name);
+  load_row_constants("        ");
   w.line("#pragma unroll");
-  w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
-  w.line("          if (kiln_k > 0) {{");
-  for (const auto& o : ins)
-    if (!vector_read(o)) w.line("            kiln_o_{0} += kiln_is_{0};", o.p->name);
-  w.line("            kiln_ii += kiln_ie;");
-  if (nd > 1 && !whole) {  // a vector may cross into the next row
-    w.line("            if (++kiln_cl == kiln_nl) {{");
-    w.line("              kiln_cl = 0;");
-    for (const auto& o : ins) w.line("              kiln_o_{0} += kiln_iw_{0};", o.p->name);
-    w.line("              kiln_ii += kiln_iw;");
-    w.line("              if (++kiln_c2 == kiln_n2)  // the next plane: unravel again");
-    unravel("                ", fmt::format("kiln_t * {} + kiln_uidx(kiln_k)", vw));
+  w.line("        for (int kiln_g = 0; kiln_g < {}; ++kiln_g) {{", groups);
+  w.line("          if (kiln_g > 0) {{");
+  for (const auto& o : ins) w.line("            kiln_o_{0} += {1} * kiln_is_{0};", o.p->name, g);
+  w.line("            kiln_ii += {} * kiln_ie;", g);
+  if (wraps) {
+    // Selects, not a branch: threads of a warp cross rows at different groups (rows of 10
+    // float16: a warp ran at 24 of 32 threads, ncu, H100); only a new plane branches.
+    w.line("            const bool kiln_wrap = (kiln_cl += {}) == kiln_nl;", g);
+    w.line("            kiln_cl = kiln_wrap ? 0 : kiln_cl;");
+    for (const auto& o : ins)
+      w.line("            kiln_o_{0} += kiln_wrap ? kiln_iw_{0} : kiln_idx(0);", o.p->name);
+    w.line("            kiln_ii += kiln_wrap ? kiln_iw : kiln_idx(0);");
+    w.line("            kiln_c2 += kiln_wrap;");
+    w.line("            if (kiln_c2 == kiln_n2)  // the next plane: unravel again");
+    unravel("              ", fmt::format("kiln_t * {} + kiln_uidx(kiln_g * {})", vw, g));
+    w.line("            if (kiln_wrap) {{");
+    load_row_constants("              ");
     w.line("            }}");
   }
   w.line("          }}");
-  for (const auto& o : ins)
-    if (o.load && !vector_read(o))
-      w.line("          kiln_r_{}[kiln_u][kiln_k] = {};", o.p->name,
-             elem(o, fmt::format("kiln_o_{}", o.p->name)));
-  w.line("          kiln_i[kiln_u][kiln_k] = kiln_ii;");
+  for (const auto& o : ins) {
+    if (!o.load) continue;
+    if (row_constant(o)) {
+      w.line("#pragma unroll");
+      w.line(
+          "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
+          "kiln_k] = kiln_c_{};",
+          g, o.p->name, g, o.p->name);
+    } else if (vector_read(o)) {
+      w.line("          {{");
+      w.line("            {} kiln_w[{}];", ctype(s, o.k), g);
+      w.line(
+          "            kiln_load<{}>(kiln_w, reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + "
+          "kiln_o_{}));",
+          g, ctype(s, o.k), o.p->name, o.p->name);
+      w.line("#pragma unroll");
+      w.line(
+          "            for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
+          "kiln_k] = kiln_w[kiln_k];",
+          g, o.p->name, g);
+      w.line("          }}");
+    } else {
+      w.line("#pragma unroll");
+      w.line("          for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", g);
+      w.line("            kiln_r_{}[kiln_u][kiln_g * {} + kiln_k] = {};", o.p->name, g,
+             elem(o, fmt::format("kiln_o_{0} + kiln_k * kiln_is_{0}", o.p->name)));
+    }
+  }
+  w.line("#pragma unroll");
+  w.line(
+      "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_i[kiln_u][kiln_g * {} + kiln_k] "
+      "= kiln_ii + kiln_k * kiln_ie;",
+      g, g);
   w.line("        }}");
   for (const auto& o : ops)
     if (o.p->is_output && o.load)

@@ -135,6 +135,25 @@ TEST_CASE(
       CHECK_THAT(acc.source(a),
                  Catch::Contains(fmt::format("kiln_load<{}>(kiln_r_z[kiln_u]", wide)));
       check_compiles(acc, a);
+      // Inputs stepped one by one, in pairs and in one group a vector, x reading each group
+      // in one load, y constant along the rows (read once per row): rows are crossed only
+      // between groups, never with one group.
+      for (int g : {1, 2, wide}) {
+        if (nd == 1) break;
+        INFO("group " << g);
+        const auto grouped = k.make_spec(std::vector<dtype>{t, t, t}, {.layout = Layout::gathered,
+                                                                       .ndim = nd,
+                                                                       .index_bits = bits,
+                                                                       .vector_width = wide,
+                                                                       .staged = g > 1 ? 1u : 0u,
+                                                                       .row_constant = 2,
+                                                                       .unit_cols = g});
+        const std::string gsrc = k.source(grouped);
+        if (g > 1) CHECK_THAT(gsrc, Catch::Contains(fmt::format("kiln_load<{}>(kiln_w, ", g)));
+        CHECK_THAT(gsrc, Catch::Contains("kiln_c_y = *reinterpret_cast<const"));
+        CHECK((gsrc.find("the next plane: unravel again") != std::string::npos) == (g < wide));
+        check_compiles(k, grouped);
+      }
     }
   }
 }

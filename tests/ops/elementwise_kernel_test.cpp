@@ -166,7 +166,7 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
                     Catch::Contains("past the last (2)"));
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .staged = 1}),
-      Catch::Contains("staged is for tiled and packed kernels and gathered ones with whole rows"));
+      Catch::Contains("staged is for tiled and packed kernels and gathered ones in groups"));
   CHECK_THROWS_WITH(
       k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .vector_width = 2, .staged = 1}),
       Catch::Contains("tiled and packed kernels take 1"));
@@ -175,18 +175,50 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   const std::vector<dtype> c128(3, complex128);
   CHECK_THROWS_WITH(wide.make_spec(c128, {.layout = Layout::tiled, .ndim = 2, .staged = 7}),
                     Catch::Contains("61440 bytes of shared memory, over 49152"));
-  // Gathered: 16 bytes of the widest array dtype, at most 4 bytes wide; unit_cols 1, or the
-  // vector width for a last axis of whole vectors.
+  // Gathered: 16 bytes of the widest array dtype, at most 4 bytes wide; unit_cols (the group
+  // inputs step by) a power of two up to the vector width.
   CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 3, .vector_width = 4}).ndim == 3);
   CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .unit_cols = 4})
             .unit_cols() == 4);
+  CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .unit_cols = 2})
+            .unit_cols() == 2);
   CHECK_THROWS_WITH(
-      k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .unit_cols = 2}),
-      Catch::Contains("gathered kernels take 1, or their vector_width (4)"));
-  // Shorter vectors only with whole rows; inputs read whole vectors only with whole rows.
-  CHECK(k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2, .unit_cols = 2})
-            .vector_width == 2);
+      k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .unit_cols = 8}),
+      Catch::Contains("gathered kernels take a power of two up to their vector_width (4)"));
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .unit_cols = 3}),
+      Catch::Contains("unit_cols 3 is not possible here"));
+  // Vectors are always 16 bytes.
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 2, .unit_cols = 2}),
+      Catch::Contains("gathered kernels take 16 bytes of the widest array dtype (4)"));
   ElementwiseKernel xy("T x, T y", "T z", "z = x + y", "xy");
+  // Inputs constant along the rows: gathered kernels of 2 dims or more, inputs only, never
+  // also reading whole groups.
+  const auto column_x = xy.make_spec(f32, {.layout = Layout::gathered,
+                                           .ndim = 2,
+                                           .vector_width = 4,
+                                           .staged = 2,
+                                           .row_constant = 1,
+                                           .unit_cols = 2});
+  CHECK((column_x.row_constant(0) && !column_x.row_constant(1) && column_x.staged(1)));
+  CHECK_THROWS_WITH(xy.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .row_constant = 1}),
+                    Catch::Contains("row_constant is for gathered kernels of 2 dims or more"));
+  CHECK_THROWS_WITH(
+      xy.make_spec(f32,
+                   {.layout = Layout::gathered, .ndim = 1, .vector_width = 4, .row_constant = 1}),
+      Catch::Contains("row_constant is for gathered kernels of 2 dims or more"));
+  CHECK_THROWS_WITH(xy.make_spec(f32, {.layout = Layout::gathered,
+                                       .ndim = 2,
+                                       .vector_width = 4,
+                                       .staged = 1,
+                                       .row_constant = 1,
+                                       .unit_cols = 2}),
+                    Catch::Contains("row_constant and staged name the same input"));
+  CHECK_THROWS_WITH(
+      xy.make_spec(f32,
+                   {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .row_constant = 4}),
+      Catch::Contains("row_constant names parameter 2, which is not an array input"));
   const auto read_y = xy.make_spec(
       f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 2, .unit_cols = 4});
   CHECK((!read_y.staged(0) && read_y.staged(1) && !read_y.staged(2)));
@@ -207,7 +239,7 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
                     Catch::Contains("staged names raw parameter 'r'"));
   CHECK_THROWS_WITH(
       xy.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 2}),
-      Catch::Contains("staged is for gathered kernels with whole rows only"));
+      Catch::Contains("staged is for gathered kernels with groups of 2 or more"));
   CHECK_THROWS_WITH(
       xy.make_spec(
           f32,
@@ -260,27 +292,35 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
   const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
   // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), gathered
-  // ndim 1..3 (by 4; from ndim 2 also with rows of whole vectors of 4, read whole by no input,
-  // x, y or both, and of pairs, read whole by x, y or both), and tiled ndim 2..3 with nothing
-  // (row tiles: by one element and by pairs along the cols), x, y or both transposed (units of
-  // cols and rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2), each with 32- and 64-bit indices.
-  // Packed ndim 3 with both inputs staged.
-  CHECK(specs.size() == 2 * (3 + 3 + (1 + 2 * (1 + 4 + 3)) + 2 * (2 + 3 * 4) + 1));
-  int gathered = 0, gathered_pairs = 0, read_whole = 0;
+  // ndim 1..3 (z by 4; from ndim 2 with inputs stepped one by one, by pairs and by fours,
+  // each input pattern (none, x, y, both) constant along the rows and, in groups, each
+  // reading whole groups apart from those), and tiled ndim 2..3 with nothing (row tiles: by
+  // one element and by pairs along the cols), x, y or both transposed (units of cols and
+  // rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2), each with 32- and 64-bit indices. Packed ndim 3
+  // with both inputs staged.
+  const int disjoint_pairs = 9;  // (read whole, constant): of {none, x, y, both}, sharing none
+  CHECK(specs.size() == 2 * (3 + 3 + (1 + 2 * (4 + 2 * disjoint_pairs)) + 2 * (2 + 3 * 4) + 1));
+  int gathered = 0, gathered_pairs = 0, read_whole = 0, constant = 0;
   for (const auto& s : specs)
     if (s.layout == codegen::Layout::gathered) {
       ++gathered;
-      CHECK((s.vector_width == 4 || (s.vector_width == 2 && s.unit_cols() == 2)));
-      gathered_pairs += s.vector_width == 2;
+      CHECK(s.vector_width == 4);
+      gathered_pairs += s.unit_cols() == 2;
       CHECK(!s.staged(2));  // outputs are stored as vectors anyway
-      if (s.staged(0) || s.staged(1)) {
-        ++read_whole;
-        CHECK(s.unit_cols() == s.vector_width);
-      }
+      const bool whole = s.params[0].staged == 1 || s.params[1].staged == 1;
+      read_whole += whole;
+      constant += s.row_constant(0) || s.row_constant(1);
+      if (whole) CHECK(s.unit_cols() > 1);
+      if (s.row_constant(0) || s.row_constant(1)) CHECK(s.ndim > 1);
     }
-  CHECK(gathered == 2 * 17);
-  CHECK(gathered_pairs == 2 * 2 * 3);
-  CHECK(read_whole == 2 * 2 * (3 + 3));
+  CHECK(gathered == 2 * (1 + 2 * (4 + 2 * disjoint_pairs)));
+  CHECK(gathered_pairs == 2 * 2 * disjoint_pairs);
+  // Reading whole groups: x, y or both with nothing constant, x with y constant and the
+  // reverse, per group size and ndim.
+  CHECK(read_whole == 2 * 2 * 2 * (3 + 2));
+  // Constant along the rows: x, y or both, per group size (and with one input reading whole
+  // groups: 2 more per group of 2 or more), per ndim.
+  CHECK(constant == 2 * 2 * (3 + 2 * (3 + 2)));
   int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0,
       rows2 = 0;
   for (const auto& s : specs) {
@@ -674,34 +714,52 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     CHECK((nchw.layout == Layout::gathered && nchw.ndim == 3 && nchw.vector_width == 4));
     // 784 elements a row hold whole vectors of 4: no vector crosses a row (unit_cols = 4);
     // rows of 8192 (the outer difference's) do too, rows of 30 do not. Inputs along the rows
-    // with unit steps, aligned, read whole vectors (staged): x4 and the outer sum's row, not
-    // the per-channel vector or the column, nor x4 from an odd offset or by every other
-    // element.
+    // with unit steps, aligned, read whole groups (staged 1): x4 and the outer sum's row, not
+    // x4 from an odd offset or by every other element; the per-channel vector and the column
+    // are constant along the rows (staged 2: one read per row).
+    auto how = [](const codegen::ElementwiseSpec& s, int k) {
+      return int(s.params[std::size_t(k)].staged);
+    };
     CHECK(nchw.unit_cols() == 4);
     CHECK(outer.unit_cols() == 4);
-    CHECK((nchw.staged(0) && !nchw.staged(1) && !nchw.staged(2)));
-    CHECK((!outer.staged(0) && outer.staged(1) && !outer.staged(2)));
+    CHECK((how(nchw, 0) == 1 && how(nchw, 1) == 2 && how(nchw, 2) == 0));
+    CHECK((how(outer, 0) == 2 && how(outer, 1) == 1 && how(outer, 2) == 0));
+    CHECK((nchw.row_constant(1) && outer.row_constant(0) && !outer.row_constant(1)));
     const ndarray x5 = untouched({8, 64, 28, 29}), x56 = untouched({8, 64, 28, 56});
     auto offset = plan_of(add, {x5(all, all, all, slice(1, std::nullopt)), b, z4});
-    CHECK((offset.layout == Layout::gathered && offset.unit_cols() == 4 && !offset.staged(0)));
+    CHECK((offset.layout == Layout::gathered && offset.unit_cols() == 4 && how(offset, 0) == 0));
     auto stepped = plan_of(add, {x56(all, all, all, slice(0, std::nullopt, 2)), b, z4});
-    CHECK((stepped.layout == Layout::gathered && stepped.unit_cols() == 4 && !stepped.staged(0)));
-    // Rows of 30 hold whole pairs: where an input runs along them (the row vector), pairs of
-    // whole rows, so that input loads pairs too; two columns (nothing along the rows) keep
-    // vectors of 4 that cross rows.
+    CHECK((stepped.layout == Layout::gathered && stepped.unit_cols() == 4 && how(stepped, 0) == 0));
+    // Rows of 30 hold whole pairs: z by vectors of 4 that cross rows between pairs, inputs
+    // stepped by pairs; the one that runs along the rows (the row vector) loads each pair.
+    // The column is constant along the rows. Two columns step by pairs too, both constant;
+    // rows of 29 element by element.
     const ndarray odd = untouched({512, 30}), odd_col = untouched({512, 1}),
                   odd_row = untouched({30});
     auto odd_rows = plan_of(add, {odd_col, odd_row, odd});
-    CHECK((odd_rows.layout == Layout::gathered && odd_rows.vector_width == 2 &&
-           odd_rows.unit_cols() == 2 && odd_rows.unroll == 4 && odd_rows.staged(1) &&
-           !odd_rows.staged(0)));
+    CHECK((odd_rows.layout == Layout::gathered && odd_rows.vector_width == 4 &&
+           odd_rows.unit_cols() == 2 && odd_rows.unroll == 2 && how(odd_rows, 1) == 1 &&
+           how(odd_rows, 0) == 2));
     auto odd_cols = plan_of(add, {odd_col, odd_col, odd});
     CHECK((odd_cols.layout == Layout::gathered && odd_cols.vector_width == 4 &&
-           odd_cols.unit_cols() == 1));
-    // float16 rows of 1226 (2 x 613) under a batch axis: pairs of whole rows.
+           odd_cols.unit_cols() == 2 && how(odd_cols, 0) == 2 && how(odd_cols, 1) == 2));
+    auto rows29 = plan_of(add, {odd_col, untouched({29}), untouched({512, 29})});
+    CHECK((rows29.layout == Layout::gathered && rows29.vector_width == 4 &&
+           rows29.unit_cols() == 1 && how(rows29, 0) == 2 && how(rows29, 1) == 0));
+    // float16 rows of 1226 (2 x 613) under a batch axis: z by 16 bytes, inputs by pairs, both
+    // loading them.
     auto h1226 = plan_of(add, {untouched({285, 1226}, float16), untouched({1, 1, 1226}, float16),
                                untouched({192, 285, 1226}, float16)});
-    CHECK((h1226.layout == Layout::gathered && h1226.vector_width == 2 && h1226.unit_cols() == 2));
+    CHECK((h1226.layout == Layout::gathered && h1226.vector_width == 8 && h1226.unit_cols() == 2 &&
+           how(h1226, 0) == 1 && how(h1226, 1) == 1));
+    // Rows of 10 float16, both inputs broadcast along them: pairs, both constant along the rows.
+    auto h10 = plan_of(add, {untouched({21, 803, 384, 1}, float16), untouched({803, 1, 1}, float16),
+                             untouched({21, 803, 384, 10}, float16)});
+    CHECK((h10.layout == Layout::gathered && h10.ndim == 4 && h10.vector_width == 8 &&
+           h10.unit_cols() == 2 && how(h10, 0) == 2 && how(h10, 1) == 2));
+    // Every input constant along the rows: one load a row, one vector a thread; with an input
+    // loading groups, two.
+    CHECK((h10.unroll == 1 && odd_cols.unroll == 1 && nchw.unroll == 2 && h1226.unroll == 2));
     // The per-channel vector into a larger output.
     const ndarray z5 = untouched({8, 64, 32, 64});
     auto per_channel = plan_of(add, {untouched({64, 1, 64}), untouched({1, 32, 1}), z5});
@@ -709,13 +767,13 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     const ndarray h4 = untouched({8, 64, 28, 28}, bfloat16),
                   hb = untouched({1, 64, 1, 1}, bfloat16);
     CHECK(plan_of(add, {h4, hb, h4}).vector_width == 8);  // 784 = 98 x 8
-    // A last axis of 6 float16 holds no vector of 8 bytes or more: gathered by pairs of whole
-    // rows (the row vector runs along them), four pairs a thread; two columns: z by 8.
+    // A last axis of 6 float16 holds no vector of 8 bytes or more: gathered, z by 8, inputs by
+    // pairs (the row vector loading them); two columns: z by 8 too.
     const ndarray h = untouched({512, 1}, float16), h6 = untouched({512, 6}, float16),
                   hr = untouched({6}, float16);
     const auto pairs = plan_of(add, {h, hr, h6});
-    CHECK((pairs.layout == Layout::gathered && pairs.vector_width == 2 && pairs.unit_cols() == 2 &&
-           pairs.unroll == 4));
+    CHECK((pairs.layout == Layout::gathered && pairs.vector_width == 8 && pairs.unit_cols() == 2 &&
+           pairs.unroll == 2 && pairs.staged(1)));
     CHECK((plan_of(add, {h, h, h6}).layout == Layout::gathered &&
            plan_of(add, {h, h, h6}).vector_width == 8));
     // Planes of the last two axes shorter than 8 vectors would unravel too often: strided.

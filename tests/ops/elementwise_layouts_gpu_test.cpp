@@ -208,6 +208,20 @@ void check_families() {
       check_sub<T>(fmt::format("every other element of rows of {} minus a batch", 2 * n), m2,
                    m2.dev(all, slice(std::nullopt, std::nullopt, 2)), b, b.dev, {5, 61, n}, whole);
     }
+    // Short rows into a contiguous output: vectors cross rows between groups of inputs (rows
+    // of 10: pairs; 12: fours; 6: pairs; 29: one by one), inputs constant along the rows (a
+    // column, a (C, 1, 1) vector) read once per row, a row vector by groups.
+    const auto h = Base<T>::random({4, 37, 50, 1}), c37 = Base<T>::random({37, 1, 1});
+    check_sub<T>("rows of 10, both constant along them", h, h.dev, c37, c37.dev, {4, 37, 50, 10},
+                 whole);
+    for (const std::int64_t n : {6, 12, 29}) {
+      const auto c = Base<T>::random({300, 1}), r = Base<T>::random({n});
+      check_sub<T>(fmt::format("column minus rows of {}", n), c, c.dev, r, r.dev, {300, n}, whole);
+      check_sub<T>(fmt::format("rows of {} minus a column", n), r, r.dev, c, c.dev, {300, n},
+                   whole);
+    }
+    const auto r1226 = Base<T>::random({5, 1226}), v1226 = Base<T>::random({1, 1, 1226});
+    check_sub<T>("batch of rows of 1226", r1226, r1226.dev, v1226, v1226.dev, {3, 5, 1226}, whole);
     // Every input smaller than the output, tiles nine-tenths full or more: row tiles (whole
     // tiles; edge tiles in both axes; a batch axis; a sliced output).
     const auto c128 = Base<T>::random({128, 1}), r192 = Base<T>::random({1, 192});
@@ -393,6 +407,17 @@ TEST_CASE("the flat index i stays in C order of the loop on permuted and broadca
   const auto ob = Base<float>::poisoned({300, 64});
   check_case<float>("broadcast column", {{&col, col.dev}}, ob, ob.dev, op,
                     [&] { k(col.dev, ob.dev); });
+  // Short rows: vectors of 4 crossing rows between pairs (rows of 10, 6) or single elements
+  // (rows of 7), the column read once per row, the row vector by pairs.
+  for (const std::int64_t n : {10, 6, 7}) {
+    const auto short_rows = Base<float>::poisoned({300, n});
+    check_case<float>(fmt::format("column into rows of {}", n), {{&col, col.dev}}, short_rows,
+                      short_rows.dev, op, [&] { k(col.dev, short_rows.dev); });
+    const auto r = Base<float>::random({n});
+    const auto both = Base<float>::poisoned({300, n});
+    check_case<float>(fmt::format("column minus rows of {}", n), {{&col, col.dev}, {&r, r.dev}},
+                      both, both.dev, op2, [&] { k2(col.dev, r.dev, both.dev); });
+  }
 }
 
 TEST_CASE("reduce_dims off plans the uncollapsed loop on every family", "[ops][gpu]") {

@@ -13,8 +13,10 @@
 //   s.params[0].staged = 1;                        // x: through shared memory
 //   s.log2_unit_cols = s.log2_unit_rows = 1;       // y, z by pairs along cols, x along rows
 //
-//   s.layout = Layout::gathered; s.ndim = 4;       // z(21, 803, 384, 10) = x(..., 1) - y(803, 1,
-//   1) s.vector_width = 8;                            // float16: z by 16 bytes, x and y gathered
+//   // z(21, 803, 384, 10) = x(21, 803, 384, 1) - y(803, 1, 1), float16:
+//   s.layout = Layout::gathered; s.ndim = 4;
+//   s.vector_width = 8;                            // z by 16 bytes
+//   s.log2_unit_cols = 1;                          // x and y stepped by pairs (rows of 10)
 //
 //   s.layout = Layout::packed; s.ndim = 4;         // x, y permuted differently
 //   s.params[0].staged = s.params[1].staged = 1;   // both through the shared box
@@ -60,9 +62,10 @@ enum class Layout : std::uint8_t {
   // Every output C-contiguous over `ndim` planned dims, inputs by byte strides (the strided
   // ABI): each thread takes vectors of `vector_width` elements of the flat loop, unravels a
   // vector's first element once and steps its inputs element by element (broadcasts along
-  // short or unaligned last axes, steps, reversals); outputs move as whole vectors. Where the
-  // last axis holds whole vectors (log2_unit_cols), inputs `staged` read each vector in one
-  // load instead.
+  // short or unaligned last axes, steps, reversals); outputs move as whole vectors. Inputs
+  // step in groups of 2^log2_unit_cols elements, which the last axis holds whole (a vector
+  // crosses rows only between groups; one group per vector: never), and `staged` inputs read
+  // each group in one load.
   gathered,
   // `ndim` >= 3 planned dims (batch..., A, B, C): each block takes a box of (2^kiln_shape.kiln_t
   // of A, all of B, all of C) (launch_config.hpp: PackedBox). Operands contiguous along C (the
@@ -80,8 +83,9 @@ struct OperandSpec {
   std::uint8_t raw_ndim = 0;        // raw_array: the array's own ndim
   std::uint8_t raw_contiguous = 0;  // raw_array: C-contiguous, so x[i] needs no unravel
   // tiled: the array is read/written along axis 0 (through shared memory); packed: the input
-  // is read into the shared box in its own order; gathered with whole rows: the input reads
-  // each vector in one aligned load
+  // is read into the shared box in its own order; gathered: 1 = the input reads each group
+  // in one aligned load (groups of 2 or more), 2 = the input is constant along the rows
+  // (stride 0 along the last axis; 2 dims or more) and is read once per row
   std::uint8_t staged = 0;
 };
 
@@ -107,9 +111,9 @@ struct ElementwiseSpec {
   // elements of 1- and 2-byte dtypes). Each operand whose stride along that axis is one element
   // takes the unit in one access; the planner checks those operands' alignment and that the axis
   // holds whole units. 0 keeps the hashed bytes of specs from before units existed.
-  // gathered: log2_unit_cols is log2(vector_width) when the last planned axis holds whole
-  // vectors (no vector crosses a row; the planner checks), else 0. Vectors are 16 bytes of
-  // the widest dtype, or shorter with whole rows (rows that hold no whole 16-byte vectors).
+  // gathered: log2 of the group inputs step by, the widest power of two up to vector_width
+  // that the last planned axis holds whole (no group crosses a row; the planner checks).
+  // Vectors are 16 bytes of the widest dtype.
   std::uint8_t log2_unit_cols = 0;
   std::uint8_t log2_unit_rows = 0;
   std::array<OperandSpec, kMaxParams> params{};
@@ -119,6 +123,8 @@ struct ElementwiseSpec {
   }
   OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
   bool staged(int k) const { return params[std::size_t(k)].staged != 0; }
+  /// gathered: the input is constant along the rows (read once per row).
+  bool row_constant(int k) const { return params[std::size_t(k)].staged == 2; }
   int unit_cols() const { return 1 << log2_unit_cols; }
   int unit_rows() const { return 1 << log2_unit_rows; }
   /// Bytes of the widest array parameter's dtype (1 with none): what a vector or a tiled
@@ -140,6 +146,22 @@ struct ElementwiseSpec {
 /// loads in flight.
 constexpr std::uint8_t default_unroll(Layout layout, int vector_width) {
   return (layout == Layout::strided || layout == Layout::gathered) && vector_width <= 2 ? 4 : 2;
+}
+
+/// The unroll a planner gives a spec whose first `nin` parameters are the inputs (ahead-of-time
+/// specs use the same): default_unroll, except that a gathered loop whose every array input is
+/// constant along the rows takes one vector per thread: it loads one element per row, so more
+/// vectors buy no loads in flight and cost registers (float16 (21, 803, 384, 10) from two such
+/// inputs: 54 registers and 0.62 of the copy rate with 2, 0.67 with 1, H100).
+inline std::uint8_t planned_unroll(const ElementwiseSpec& s, int nin) {
+  bool per_row = s.layout == Layout::gathered;
+  bool any = false;
+  for (int k = 0; k < nin && k < s.nparams && per_row; ++k)
+    if (s.kind(k) == OperandKind::array) {
+      per_row = s.row_constant(k);
+      any = true;
+    }
+  return per_row && any ? 1 : default_unroll(s.layout, s.vector_width);
 }
 
 /// Whether a strided loop over arrays whose widest element has `widest` bytes takes vectors of

@@ -98,8 +98,15 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   check_range(def.name, "ndim", layout.ndim, strided ? 1 : 0, kMaxNdim);
   if (!tiled && !packed && layout.layout != Layout::gathered && layout.staged != 0)
     throw ValueError(fmt::format(
-        "kernel '{}': layout staged is for tiled and packed kernels and gathered ones with whole "
-        "rows",
+        "kernel '{}': layout staged is for tiled and packed kernels and gathered ones in groups",
+        def.name));
+  if (layout.row_constant != 0 && (layout.layout != Layout::gathered || layout.ndim < 2))
+    throw ValueError(fmt::format(
+        "kernel '{}': layout row_constant is for gathered kernels of 2 dims or more", def.name));
+  if ((layout.row_constant & layout.staged) != 0)
+    throw ValueError(fmt::format(
+        "kernel '{}': layout row_constant and staged name the same input (an input constant "
+        "along the rows has no groups to load)",
         def.name));
   check_range(def.name, "raw_ndim", layout.raw_ndim, 0, kMaxNdim);
   if (layout.index_bits != 32 && layout.index_bits != 64)
@@ -149,12 +156,10 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   }
   const int max_width = int(16 / spec.widest_array_item());
   const int w = layout.vector_width;
-  if (layout.layout == Layout::gathered &&
-      (spec.widest_array_item() > 4 || (w != max_width && (w < 2 || layout.unit_cols != w))))
+  if (layout.layout == Layout::gathered && (spec.widest_array_item() > 4 || w != max_width))
     throw ValueError(fmt::format(
         "kernel '{}': layout vector_width {} is not possible here: gathered kernels take 16 "
-        "bytes of the widest array dtype ({}), which is at most 4 bytes wide, or with whole "
-        "rows (unit_cols = vector_width) a shorter power of two from 2",
+        "bytes of the widest array dtype ({}), which is at most 4 bytes wide",
         def.name, w, max_width));
   if (tiled || packed ? w != 1 : (w < 1 || w > max_width || (w & (w - 1)) != 0))
     throw ValueError(fmt::format(
@@ -178,34 +183,44 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     return std::countr_zero(unsigned(u));
   };
   if (layout.layout == Layout::gathered && layout.unit_cols != 1) {
-    // Gathered: unit_cols is the vector width when the last axis holds whole vectors.
-    if (layout.unit_cols != w)
+    // Gathered: unit_cols is the group its inputs step by (a power of two the last axis holds).
+    const int g = layout.unit_cols;
+    if (g < 1 || g > w || (g & (g - 1)) != 0)
       throw ValueError(fmt::format(
-          "kernel '{}': layout unit_cols {} is not possible here: gathered kernels take 1, or "
-          "their vector_width ({}) when the last axis holds whole vectors",
-          def.name, layout.unit_cols, w));
-    spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(w)));
+          "kernel '{}': layout unit_cols {} is not possible here: gathered kernels take a power "
+          "of two up to their vector_width ({}), the group of elements the last axis holds whole",
+          def.name, g, w));
+    spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(g)));
   } else {
     spec.log2_unit_cols = std::uint8_t(check_unit("unit_cols", layout.unit_cols, true));
   }
   if (layout.layout == Layout::gathered && layout.staged != 0) {
-    // Gathered: staged inputs read whole vectors, which only rows of whole vectors hold.
+    // Gathered: staged inputs read whole groups, which only rows of whole groups hold.
     if (spec.log2_unit_cols == 0)
-      throw ValueError(fmt::format(
-          "kernel '{}': layout staged is for gathered kernels with whole rows only (unit_cols = "
-          "vector_width, at least 2)",
-          def.name));
+      throw ValueError(
+          fmt::format("kernel '{}': layout staged is for gathered kernels with groups of 2 or more "
+                      "(unit_cols)",
+                      def.name));
     for (std::size_t k = 0; k < 64; ++k) {
       if (!((layout.staged >> k) & 1)) continue;
       if (k >= std::size_t(def.nin) || def.params[k].raw)
         throw ValueError(fmt::format(
             "kernel '{}': layout staged names parameter {}, which is not an array input (a "
-            "gathered kernel reads whole vectors of inputs only)",
+            "gathered kernel reads whole groups of inputs only)",
             def.name, k));
       spec.params[k].staged = 1;
     }
   }
+  for (std::size_t k = 0; k < 64 && layout.row_constant != 0; ++k) {
+    if (!((layout.row_constant >> k) & 1)) continue;
+    if (k >= std::size_t(def.nin) || def.params[k].raw)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout row_constant names parameter {}, which is not an array input",
+          def.name, k));
+    spec.params[k].staged = 2;
+  }
   spec.log2_unit_rows = std::uint8_t(check_unit("unit_rows", layout.unit_rows, any_staged));
+  spec.unroll = codegen::planned_unroll(spec, def.nin);
   return spec;
 }
 
@@ -216,6 +231,7 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                    s, nin() - 1));
   auto with_scalars = [&](codegen::ElementwiseSpec spec) {
     for (int s : t.scalar_inputs) spec.set_param(s, spec.param_dtype(s), OperandKind::scalar);
+    spec.unroll = codegen::planned_unroll(spec, nin());
     return spec;
   };
   if (t.only) return {with_scalars(make_spec(t.dtypes, *t.only))};
@@ -242,28 +258,24 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                                           .vector_width = w,
                                                           .raw_ndim = t.raw_ndim})));
     // Gathered loops (contiguous outputs) for dtypes of at most 4 bytes, 16-byte vectors;
-    // from 2 dims, also with a last axis of whole vectors, each input pattern reading whole
-    // vectors (16 bytes: none too; shorter vectors, which the planner takes only for an input
-    // that reads them whole: each input alone and all).
-    const auto read_whole = input_patterns(probe, nin(), false);
+    // from 2 dims, also in groups of every power of two up to a vector, each input pattern
+    // reading whole groups (none, each input alone, all) and, apart from those, each pattern
+    // constant along the rows.
+    const auto patterns = input_patterns(probe, nin(), false);
     if (probe.widest_array_item() <= 4)
-      for (int nd = 1; nd <= t.max_ndim; ++nd) {
-        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
-                                                        .ndim = nd,
-                                                        .index_bits = bits,
-                                                        .vector_width = max_width,
-                                                        .raw_ndim = t.raw_ndim})));
-        for (int w = 2; w <= max_width && nd > 1; w *= 2)
-          for (std::uint64_t vectors : read_whole)
-            if (vectors != 0 || w == max_width)
-              out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
-                                                              .ndim = nd,
-                                                              .index_bits = bits,
-                                                              .vector_width = w,
-                                                              .raw_ndim = t.raw_ndim,
-                                                              .staged = vectors,
-                                                              .unit_cols = w})));
-      }
+      for (int nd = 1; nd <= t.max_ndim; ++nd)
+        for (int g = 1; g <= (nd > 1 ? max_width : 1); g *= 2)
+          for (std::uint64_t vectors : patterns)
+            for (std::uint64_t constant : patterns)
+              if ((vectors == 0 || g > 1) && (constant == 0 || nd > 1) && !(vectors & constant))
+                out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
+                                                                .ndim = nd,
+                                                                .index_bits = bits,
+                                                                .vector_width = max_width,
+                                                                .raw_ndim = t.raw_ndim,
+                                                                .staged = vectors,
+                                                                .row_constant = constant,
+                                                                .unit_cols = g})));
     // Units (pairs for 4-byte dtypes, up to 8 elements for 1- and 2-byte ones) along the
     // cols, and along the rows when something is staged: every pair codegen::tiled_units gives.
     const int max_unit = codegen::max_tiled_unit(probe);

@@ -348,7 +348,7 @@ int strided_vector_width(const KernelCall& c, const Operands& ops, const Element
 
 // Gathered loops for 1- to 4-byte dtypes whose outputs are C-contiguous over the loop and
 // whose last axis takes no strided vectors: outputs by 16-byte vectors of the flat loop,
-// inputs stepped element by element from one unravel per vector. Measured on an H200
+// inputs stepped in groups from one unravel per vector. Measured on an H200
 // (bench/layout_sweep): one unravel per element held float32 broadcasts into contiguous outputs
 // at 0.46-0.71 of the copy rate and float16 ones at 0.25-0.38. Planes of the last two axes hold
 // at least 8 vectors, so that few vectors cross into the next plane (a full unravel).
@@ -375,21 +375,15 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
     }
     return mask;
   };
-  // Rows of whole 16-byte vectors; else, where an input can read whole vectors along the rows,
-  // the widest shorter vector that whole rows hold (float16 rows of 1226: pairs); else 16-byte
-  // vectors that may cross rows.
-  const std::int64_t full = 16 / widest;
-  std::int64_t vw = full;
-  bool whole = nd > 1 && plan.shape[nd - 1] % full == 0;
-  std::uint64_t vectors = whole ? vector_inputs(full) : 0;
-  if (nd > 1 && !whole) {
-    const std::int64_t fits = std::min<std::int64_t>(
-        full, std::int64_t(1) << std::countr_zero(std::uint64_t(plan.shape[nd - 1])));
-    if (fits >= 2 && (vectors = vector_inputs(fits)) != 0) {
-      vw = fits;
-      whole = true;
-    }
-  }
+  // Outputs by 16-byte vectors; inputs stepped in groups of the widest power of two up to a
+  // vector that the last axis holds whole (rows of 1226 float16: pairs), so a vector crosses
+  // rows only between groups, and inputs along the rows read a group in one load.
+  const std::int64_t vw = 16 / widest;
+  const std::int64_t group =
+      nd > 1 ? std::min<std::int64_t>(
+                   vw, std::int64_t(1) << std::countr_zero(std::uint64_t(plan.shape[nd - 1])))
+             : 1;
+  const std::uint64_t vectors = group > 1 ? vector_inputs(group) : 0;
   if (nd > 1 && plan.shape[nd - 1] * plan.shape[nd - 2] < 8 * vw) return false;
   for (int j = 0; j < plan.noperands; ++j) {
     const int k = ops[std::size_t(j)];
@@ -404,11 +398,16 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
   }
   spec.layout = Layout::gathered;
   spec.vector_width = std::uint8_t(vw);
-  // A last axis of whole vectors: no vector crosses a row, so the kernel steps its inputs
-  // with no test for the row's end, and those marked read each vector in one load.
-  if (whole) spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(vw)));
+  spec.log2_unit_cols = std::uint8_t(std::countr_zero(std::uint64_t(group)));
   for (int k = 0; k < spec.nparams; ++k)
     spec.params[std::size_t(k)].staged = std::uint8_t(vectors >> k & 1);
+  // Inputs constant along the rows (a column, a per-channel vector): one read per row.
+  for (int j = 0; j < plan.noperands && nd > 1; ++j) {
+    const int k = ops[std::size_t(j)];
+    if (spec.kind(k) == OperandKind::array && !c.def.params[std::size_t(k)].is_output &&
+        plan.strides[std::size_t(j)][nd - 1] == 0)
+      spec.params[std::size_t(k)].staged = 2;
+  }
   return true;
 }
 
@@ -482,7 +481,7 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
     // where they were measured faster.
     if (!plan_gathered(c, ops, plan)) plan_row_tiles(c, ops, plan);
   }
-  spec.unroll = codegen::default_unroll(spec.layout, spec.vector_width);
+  spec.unroll = codegen::planned_unroll(spec, def.nin);
 }
 
 void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelArgs& args) {

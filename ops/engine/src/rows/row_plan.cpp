@@ -195,8 +195,8 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
         if (st % isz) return false;
       if (k < nin && !granules_inside_buffer(*arrays[std::size_t(k)])) return false;
       bool same = (at - ref_at) % 16 == 0;
-      for (std::size_t d = 0; d < ks[std::size_t(j)].size(); ++d)
-        same = same && (ks[std::size_t(j)][int(d)] - ks[jref][int(d)]) % 16 == 0;
+      for (int d = 0; d < int(ks[std::size_t(j)].size()); ++d)
+        same = same && (ks[std::size_t(j)][d] - ks[jref][d]) % 16 == 0;
       gathers = gathers || !same;
     }
     return true;

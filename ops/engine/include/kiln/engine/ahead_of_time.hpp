@@ -37,22 +37,24 @@ struct elementwise_layout {
   int ndim = 1;  // strided, gathered: planned dims, 1..32; tiled: 2..32 (batch axes, rows, cols)
   int index_bits = 32;   // 32 or 64
   int vector_width = 1;  // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array
-                         // dtype; gathered: exactly that (arrays of at most 4 bytes), or with
-                         // whole rows any power of two from 2 up to it
+                         // dtype; gathered: exactly that (arrays of at most 4 bytes)
   int raw_ndim = 1;      // ndim of every raw array parameter, 0..32
   /// tiled: bit k set = parameter k (an array) runs fastest along the rows (a transposed
   /// view) and moves through shared memory; none: row tiles (broadcasts whose inputs are
   /// all smaller than the output, walked in tiles, every operand read and written directly).
-  /// gathered with whole rows: bit k set = input k reads each vector in one load (its rows
-  /// run with unit steps, its base and other strides aligned to the vector); the others step
-  /// element by element.
+  /// gathered with groups (unit_cols >= 2): bit k set = input k reads each group in one load
+  /// (its rows run with unit steps, its base and other strides aligned to the group); the
+  /// others step element by element.
   std::uint64_t staged = 0;
+  /// gathered, 2 dims or more: bit k set = input k is constant along the rows (stride 0 along
+  /// the last axis: a column, a per-channel vector) and is read once per row. Not with staged.
+  std::uint64_t row_constant = 0;
   /// tiled: elements one access moves, along the cols for operands read directly and along
   /// the rows for staged ones: 1, or a power of two up to 2 for 4-byte dtypes and up to 8 for
   /// 1- and 2-byte ones (arrays of at most 4-byte dtypes; rows only with something staged).
-  /// gathered: unit_cols 1, or vector_width when the last axis holds whole vectors (no vector
-  /// crosses a row, so the inputs step without testing for the row's end, and those `staged`
-  /// read whole vectors).
+  /// gathered: unit_cols is the group inputs step by, a power of two up to vector_width that
+  /// the last axis holds whole (a vector crosses rows only between groups; with one group a
+  /// vector, never, so the inputs step without testing for the row's end).
   int unit_cols = 1, unit_rows = 1;
 };
 
