@@ -380,8 +380,8 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
   // rows only between groups, and inputs along the rows read a group in one load.
   const std::int64_t vw = 16 / widest;
   const std::int64_t group =
-      nd > 1 ? std::min<std::int64_t>(
-                   vw, std::int64_t(1) << std::countr_zero(std::uint64_t(plan.shape[nd - 1])))
+      nd > 1 ? std::int64_t(1) << std::min(std::countr_zero(std::uint64_t(vw)),
+                                           std::countr_zero(std::uint64_t(plan.shape[nd - 1])))
              : 1;
   const std::uint64_t vectors = group > 1 ? vector_inputs(group) : 0;
   if (nd > 1 && plan.shape[nd - 1] * plan.shape[nd - 2] < 8 * vw) return false;
