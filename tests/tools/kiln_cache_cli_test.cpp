@@ -116,10 +116,10 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   // or both, and of pairs read whole by x, y or both) + 14 tiled (row tiles by one element and
   // by pairs; x, y, both transposed, each side by one element or by pairs: 4 unit pairs)
   // (32-bit only); scale: 2 exact; source: 1.
-  REQUIRE(p.reqs.size() == 2 * (28 + 2 + 1));
+  REQUIRE(p.reqs.size() == 2 * (42 + 2 + 1));
   CHECK_THAT(
       p.run.output,
-      Contains("62 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
+      Contains("90 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
   const kiln::cache::DiskCache disk(p.dir);
   for (const auto& r : p.reqs) CHECK(disk.load(kiln::cache::cache_key(r)).has_value());
   CHECK(valid_entries(p.dir) == p.reqs.size());
@@ -129,7 +129,7 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   CHECK(again.status == 0);
   CHECK_THAT(
       again.output,
-      Contains("0 compiled, 0 loaded (compiled by another process), 62 already cached, 0 failed"));
+      Contains("0 compiled, 0 loaded (compiled by another process), 90 already cached, 0 failed"));
 
   // The library, with compiling forbidden, finds my_kernel's contiguous sm_90 variant.
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", p.dir.string());
@@ -149,7 +149,7 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
   auto list = run_cli("list --json --cache-dir " + q(p.dir));
   REQUIRE(list.status == 0);
   const auto j = nlohmann::json::parse(list.output);
-  REQUIRE(j.size() == 62);
+  REQUIRE(j.size() == 90);
   std::map<int, int> per_arch;
   std::map<std::string, int> per_name;
   for (const auto& e : j) {
@@ -157,22 +157,22 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
     per_arch[e["arch"].get<int>()]++;
     per_name[e["name"].get<std::string>()]++;
   }
-  CHECK(per_arch == std::map<int, int>{{80, 31}, {90, 31}});
-  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 56}, {"scale", 4}, {"exact", 2}});
+  CHECK(per_arch == std::map<int, int>{{80, 45}, {90, 45}});
+  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 84}, {"scale", 4}, {"exact", 2}});
 
   auto text = run_cli("list --cache-dir " + q(p.dir));
   CHECK(text.status == 0);
-  CHECK(lines(text.output) == 63);
+  CHECK(lines(text.output) == 91);
   CHECK_THAT(text.output, Contains("elementwise") && Contains("sm_80") && Contains("my_kernel"));
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
   REQUIRE(stats.status == 0);
   const auto s = nlohmann::json::parse(stats.output);
-  CHECK(s["entries"] == 62);
-  CHECK(s["by_arch"]["sm_80"]["entries"] == 31);
-  CHECK(s["by_kind"]["elementwise"]["entries"] == 60);
+  CHECK(s["entries"] == 90);
+  CHECK(s["by_arch"]["sm_80"]["entries"] == 45);
+  CHECK(s["by_kind"]["elementwise"]["entries"] == 88);
   CHECK(s["by_kind"]["raw"]["entries"] == 2);  // the source entry's made_by
-  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 62"));
+  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 90"));
 
   const std::string key = j[0]["key"];
   auto show = run_cli("show " + key.substr(0, 10) + " --cache-dir " + q(p.dir));
@@ -215,19 +215,19 @@ TEST_CASE(
   fs::create_directories(p.dir / "zz");
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
-  CHECK(nlohmann::json::parse(stats.output)["entries"] == 59);
+  CHECK(nlohmann::json::parse(stats.output)["entries"] == 87);
   auto v = run_cli("verify --cache-dir " + q(p.dir));
   CHECK(v.status == 1);
   CHECK_THAT(v.output, Contains("payload checksum mismatch") && Contains("truncated") &&
                            Contains("symbolic link, not an entry") &&
-                           Contains("59 valid entries, 3 bad"));
+                           Contains("87 valid entries, 3 bad"));
   auto fixed = run_cli("verify --fix --cache-dir " + q(p.dir));
   CHECK(fixed.status == 0);
   CHECK_THAT(fixed.output, Contains("removed 3 bad entries"));
   CHECK(fs::exists("/etc/passwd"));
   CHECK(!fs::exists(fs::symlink_status(e2)));
   CHECK(run_cli("verify --cache-dir " + q(p.dir)).status == 0);
-  CHECK(valid_entries(p.dir) == 59);
+  CHECK(valid_entries(p.dir) == 87);
   // Strays are reported but left alone: they are not kiln's.
   CHECK(fs::exists(p.dir / "ab" / "not-kiln.txt"));
 }
@@ -296,7 +296,7 @@ TEST_CASE("two kiln-cache precompile runs into one folder at once both succeed",
   INFO(ra.output << rb.output);
   CHECK(ra.status == 0);
   CHECK(rb.status == 0);
-  CHECK(valid_entries(tmp.path() / "c") == 31);
+  CHECK(valid_entries(tmp.path() / "c") == 45);
   CHECK(run_cli("verify --cache-dir " + q(tmp.path() / "c")).status == 0);
 }
 
@@ -431,7 +431,7 @@ TEST_CASE("kiln-cache refuses cache folders it cannot write or that programs wou
   if (::geteuid() == 0) {
     // root writes anyway: the entries really are there, so success is the truth.
     CHECK(precompile(tmp.path() / "ro").status == 0);
-    CHECK(valid_entries(tmp.path() / "ro") == 31);
+    CHECK(valid_entries(tmp.path() / "ro") == 45);
     fs::create_directory(tmp.path() / "theirs");
     REQUIRE(::chown((tmp.path() / "theirs").c_str(), 65534, 65534) == 0);
     one_line_error(precompile(tmp.path() / "theirs"), "owned by uid 65534");
@@ -503,10 +503,10 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
         std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
   // Every layout variant (float32 strided: one width; gathered; tiled: row tiles by one element
-  // and by pairs, x, y or both transposed with 4 unit pairs; packed ndim 3 and 4), the docs' 152
+  // and by pairs, x, y or both transposed with 4 unit pairs; packed ndim 3 and 4), the docs' 236
   // (docs/manifest.md).
   CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() ==
-        2 * (3 + 4 + 25 + 3 * (2 + 3 * 4) + 2));
+        2 * (3 + 4 + 67 + 3 * (2 + 3 * 4) + 2));
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);
@@ -560,7 +560,7 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
   const auto gathered = kiln::tools::expand_entry(gm, gm.entries[0], 90);
   REQUIRE(gathered.size() == 1);
   CHECK(gathered[0].variant == "gathered ndim 3 w16 whole rows, vectors of 1 i32");
-  CHECK_THAT(gathered[0].request.source, Contains("kiln_load<16>(kiln_r_y[kiln_u]"));
+  CHECK_THAT(gathered[0].request.source, Contains("kiln_load<16>(kiln_w, "));
   // The sample manifest parses and expands too.
   const auto samples = kiln::tools::read_manifest(fs::path(KILN_TEST_SOURCE_DIR) / ".." /
                                                   "samples" / "kernels.json");
