@@ -115,9 +115,14 @@ std::vector<kiln::dtype> dtype_list(const json& v, const std::string& field) {
 }
 
 std::string describe(const codegen::ElementwiseSpec& s) {
-  std::string staged;  // " 0 2": the parameters staged (tiled) or read by whole vectors
-  for (int k = 0; k < s.nparams; ++k)
-    if (s.staged(k)) staged += " " + std::to_string(k);
+  // " 0 2": the parameters staged (tiled, packed) or, gathered, read each way
+  auto params_where = [&](auto&& pick) {
+    std::string out;
+    for (int k = 0; k < s.nparams; ++k)
+      if (pick(k)) out += " " + std::to_string(k);
+    return out;
+  };
+  const std::string staged = params_where([&](int k) { return s.staged(k); });
   std::string v = s.layout == codegen::Layout::contiguous
                       ? "contiguous w" + std::to_string(s.vector_width)
                       : "strided ndim " + std::to_string(s.ndim);
@@ -125,8 +130,16 @@ std::string describe(const codegen::ElementwiseSpec& s) {
     v += " w" + std::to_string(s.vector_width);
   if (s.layout == codegen::Layout::gathered) {
     v = "gathered ndim " + std::to_string(s.ndim) + " w" + std::to_string(s.vector_width);
-    if (s.log2_unit_cols) v += " whole rows";
-    if (!staged.empty()) v += ", vectors of" + staged;
+    if (s.log2_unit_cols) v += " groups of " + std::to_string(s.unit_cols());
+    if (s.gathered_long_rows()) v += " long rows";
+    const std::string groups = params_where([&](int k) {
+      return s.params[std::size_t(k)].staged == codegen::OperandSpec::gathered_by_group;
+    });
+    const std::string constants = params_where([&](int k) { return s.row_constant(k); });
+    const std::string as_output = params_where([&](int k) { return s.as_output(k); });
+    if (!groups.empty()) v += ", whole groups" + groups;
+    if (!constants.empty()) v += ", row constants" + constants;
+    if (!as_output.empty()) v += ", as the output" + as_output;
   }
   if (s.layout == codegen::Layout::packed)
     v = "packed ndim " + std::to_string(s.ndim) + " staged" + staged;
@@ -163,7 +176,7 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     if (!l->is_object())
       Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
     Fields lf(*l, {"layout", "ndim", "index_bits", "vector_width", "raw_ndim", "staged",
-                   "unit_cols", "unit_rows"});
+                   "row_constant", "as_output", "unit_cols", "unit_rows", "long_rows"});
     elementwise_layout exact;
     const std::string kind = lf.str("layout", false, "contiguous");
     if (kind != "contiguous" && kind != "strided" && kind != "tiled" && kind != "gathered" &&
@@ -181,6 +194,10 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     exact.vector_width = lf.integer("vector_width", 1, 1, 16);
     exact.raw_ndim = lf.integer("raw_ndim", base.raw_ndim, 0, kMaxNdim);
     for (int k : lf.ints("staged", 0, kMaxParams - 1)) exact.staged |= std::uint64_t(1) << k;
+    for (int k : lf.ints("row_constant", 0, kMaxParams - 1))
+      exact.row_constant |= std::uint64_t(1) << k;
+    for (int k : lf.ints("as_output", 0, kMaxParams - 1)) exact.as_output |= std::uint64_t(1) << k;
+    exact.long_rows = lf.boolean("long_rows", false);
     exact.unit_cols = lf.integer("unit_cols", 1, 1, 16);  // make_spec checks the dtypes
     exact.unit_rows = lf.integer("unit_rows", 1, 1, 8);
     lf.finish();

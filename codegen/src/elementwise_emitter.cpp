@@ -325,7 +325,10 @@ void emit_strided(SourceWriter& w, const ElementwiseDefinition& def, const Eleme
 // rare). A last axis of whole vectors (one group) has no wrap to test. `staged` inputs (unit
 // steps along the rows, aligned for a group: the planner checks) read each group in one load;
 // inputs constant along the rows (staged 2: stride 0 along the last axis) read one element
-// per row a vector touches; the others element by element. Single elements spread over a warp's
+// per row a vector touches; inputs laid out as the outputs (staged 3: C-contiguous and aligned
+// like them) load whole vectors where the outputs store theirs, whatever the rows hold (float32
+// x - mean over (0, 2, 3) with rows of 17925: x was read element by element); the others
+// element by element. Single elements spread over a warp's
 // 16-byte vectors cost the L1 four times the wavefronts of vector loads: float32 (64, 1, 2176)
 // broadcast into (64, 480, 2176) ran at 0.65 of the copy rate with the L1 96% busy (ncu, H200),
 // 0.88 with vector loads. Choosing the load per input at run time instead (one branch, the same in
@@ -336,19 +339,21 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   const int vw = s.vector_width, u = s.unroll, nd = s.ndim, last = nd - 1;
   const int g = s.unit_cols(), groups = vw / g;
   const auto ops = loop_arrays(def, s);
-  std::vector<LoopOperand> ins;  // gathered by strides; outputs are contiguous
+  // Inputs gathered by strides, and inputs laid out as the outputs (read where they are
+  // written, so they keep no offsets).
+  std::vector<LoopOperand> ins, flat;
   for (const auto& o : ops)
-    if (!o.p->is_output) ins.push_back(o);
-  // A vector may cross into the next row, at a group's start.
+    if (!o.p->is_output) (s.as_output(o.k) ? flat : ins).push_back(o);
+  // A vector may cross into the next row, at a group's start; once at most where rows hold a
+  // vector or more.
   const bool wraps = nd > 1 && groups > 1;
+  const bool one_crossing = wraps && s.gathered_long_rows();
   // Inputs read by whole groups; inputs constant along the rows (staged 2: a column, a
   // per-channel vector) read once per row; the others step element by element.
   auto vector_read = [&](const LoopOperand& o) {
-    return g > 1 && s.params[std::size_t(o.k)].staged == 1;
+    return g > 1 && s.params[std::size_t(o.k)].staged == OperandSpec::gathered_by_group;
   };
-  auto row_constant = [&](const LoopOperand& o) {
-    return nd > 1 && s.params[std::size_t(o.k)].staged == 2;
-  };
+  auto row_constant = [&](const LoopOperand& o) { return nd > 1 && s.row_constant(o.k); };
   // Every input's last-axis stride and (where vectors cross rows) its step from one row's end
   // to the next row's start; the same for the flat index i.
   for (const auto& o : ins) {
@@ -411,6 +416,10 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   auto out_ptr = [&](const LoopOperand& o, std::string_view e) {
     return fmt::format("reinterpret_cast<{}*>(kiln_p_{}.kiln_p) + {}", ctype(s, o.k), o.p->name, e);
   };
+  auto in_ptr = [&](const LoopOperand& o, std::string_view e) {
+    return fmt::format("reinterpret_cast<const {}*>(kiln_p_{}.kiln_p) + {}", ctype(s, o.k),
+                       o.p->name, e);
+  };
   w.line("  const kiln_uidx kiln_items = kiln_uidx(kiln_n) / {};", vw);
   w.line(
       "  for (kiln_uidx kiln_v = kiln_tid; kiln_v < kiln_items; kiln_v += {} * kiln_nthreads) {{",
@@ -421,6 +430,10 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u) {{", u);
   w.line("      const kiln_uidx kiln_t = kiln_v + kiln_u * kiln_nthreads;");
   w.line("      if (kiln_t < kiln_items) {{");
+  for (const auto& o : flat)
+    if (o.load)
+      w.line("        kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, o.p->name,
+             in_ptr(o, fmt::format("kiln_t * {}", vw)));
   for (const auto& o : ins) w.line("        kiln_idx kiln_o_{};", o.p->name);
   w.line("        kiln_idx kiln_ii, kiln_cl = 0, kiln_c2 = 0;");
   w.line("        (void)kiln_cl; (void)kiln_c2;");
@@ -435,61 +448,137 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   for (const auto& o : ins)
     if (o.load && row_constant(o)) w.line("        {} kiln_c_{};", ctype(s, o.k), o.p->name);
   load_row_constants("        ");
-  w.line("#pragma unroll");
-  w.line("        for (int kiln_g = 0; kiln_g < {}; ++kiln_g) {{", groups);
-  w.line("          if (kiln_g > 0) {{");
-  for (const auto& o : ins) w.line("            kiln_o_{0} += {1} * kiln_is_{0};", o.p->name, g);
-  w.line("            kiln_ii += {} * kiln_ie;", g);
-  if (wraps) {
-    // Selects, not a branch: threads of a warp cross rows at different groups (rows of 10
-    // float16: a warp ran at 24 of 32 threads, ncu, H100); only a new plane branches.
-    w.line("            const bool kiln_wrap = (kiln_cl += {}) == kiln_nl;", g);
-    w.line("            kiln_cl = kiln_wrap ? 0 : kiln_cl;");
+  if (one_crossing) {
+    // Rows of a vector or more: a vector crosses one row end at most, kiln_left elements in.
+    // Each input's offset (and each row constant) in this row and in the next, then each
+    // group picks its row by a select: no running wrap per group. The next row is one row
+    // step on, unless it starts a new plane (unravel again).
+    w.line("        const kiln_idx kiln_left = kiln_nl - kiln_cl;");
+    for (const auto& o : ins) w.line("        const kiln_idx kiln_a_{0} = kiln_o_{0};", o.p->name);
+    w.line("        const kiln_idx kiln_ia = kiln_ii;");
     for (const auto& o : ins)
-      w.line("            kiln_o_{0} += kiln_wrap ? kiln_iw_{0} : kiln_idx(0);", o.p->name);
-    w.line("            kiln_ii += kiln_wrap ? kiln_iw : kiln_idx(0);");
-    w.line("            kiln_c2 += kiln_wrap;");
-    w.line("            if (kiln_c2 == kiln_n2)  // the next plane: unravel again");
-    unravel("              ", fmt::format("kiln_t * {} + kiln_uidx(kiln_g * {})", vw, g));
-    w.line("            if (kiln_wrap) {{");
-    load_row_constants("              ");
-    w.line("            }}");
-  }
-  w.line("          }}");
-  for (const auto& o : ins) {
-    if (!o.load) continue;
-    if (row_constant(o)) {
-      w.line("#pragma unroll");
-      w.line(
-          "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
-          "kiln_k] = kiln_c_{};",
-          g, o.p->name, g, o.p->name);
-    } else if (vector_read(o)) {
-      w.line("          {{");
-      w.line("            {} kiln_w[{}];", ctype(s, o.k), g);
-      w.line(
-          "            kiln_load<{}>(kiln_w, reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + "
-          "kiln_o_{}));",
-          g, ctype(s, o.k), o.p->name, o.p->name);
-      w.line("#pragma unroll");
-      w.line(
-          "            for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
-          "kiln_k] = kiln_w[kiln_k];",
-          g, o.p->name, g);
-      w.line("          }}");
-    } else {
-      w.line("#pragma unroll");
-      w.line("          for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", g);
-      w.line("            kiln_r_{}[kiln_u][kiln_g * {} + kiln_k] = {};", o.p->name, g,
-             elem(o, fmt::format("kiln_o_{0} + kiln_k * kiln_is_{0}", o.p->name)));
+      if (o.load && row_constant(o))
+        w.line("        {} kiln_d_{} = kiln_c_{};", ctype(s, o.k), o.p->name, o.p->name);
+    w.line("        if (kiln_left < {}) {{", vw);
+    w.line("          if (kiln_c2 + 1 == kiln_n2)  // the next plane: unravel again");
+    unravel("            ", fmt::format("kiln_t * {} + kiln_uidx(kiln_left)", vw));
+    w.line("          else {{");
+    for (const auto& o : ins)
+      w.line("            kiln_o_{0} += kiln_left * kiln_is_{0} + kiln_iw_{0};", o.p->name);
+    w.line("            kiln_ii += kiln_left * kiln_ie + kiln_iw;");
+    w.line("          }}");
+    for (const auto& o : ins)
+      if (o.load && row_constant(o))
+        w.line("          kiln_d_{} = {};", o.p->name,
+               elem(o, fmt::format("kiln_o_{}", o.p->name)));
+    w.line("        }}");
+    w.line("#pragma unroll");
+    w.line("        for (int kiln_g = 0; kiln_g < {}; ++kiln_g) {{", groups);
+    w.line("          const bool kiln_here = kiln_g * {} < kiln_left;", g);
+    auto at = [&](std::string_view first, std::string_view next, std::string_view step) {
+      return fmt::format(
+          "(kiln_here ? {} + kiln_g * {} * {} : {} + (kiln_g * {} - kiln_left) * {})", first, g,
+          step, next, g, step);
+    };
+    for (const auto& o : ins) {
+      if (!o.load) continue;
+      const auto& n = o.p->name;
+      const auto off = at("kiln_a_" + n, "kiln_o_" + n, "kiln_is_" + n);
+      if (row_constant(o)) {
+        w.line("#pragma unroll");
+        w.line(
+            "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
+            "kiln_k] = kiln_here ? kiln_c_{} : kiln_d_{};",
+            g, n, g, n, n);
+      } else if (vector_read(o)) {
+        w.line("          {{");
+        w.line("            {} kiln_w[{}];", ctype(s, o.k), g);
+        w.line(
+            "            kiln_load<{}>(kiln_w, reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + "
+            "{}));",
+            g, ctype(s, o.k), n, off);
+        w.line("#pragma unroll");
+        w.line(
+            "            for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} "
+            "+ "
+            "kiln_k] = kiln_w[kiln_k];",
+            g, n, g);
+        w.line("          }}");
+      } else {
+        w.line("          {{");
+        w.line("            const kiln_idx kiln_at = {};", off);
+        w.line("#pragma unroll");
+        w.line("            for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", g);
+        w.line("              kiln_r_{}[kiln_u][kiln_g * {} + kiln_k] = {};", n, g,
+               elem(o, fmt::format("kiln_at + kiln_k * kiln_is_{}", n)));
+        w.line("          }}");
+      }
     }
+    w.line("#pragma unroll");
+    w.line(
+        "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_i[kiln_u][kiln_g * {} + "
+        "kiln_k] = {} + kiln_k * kiln_ie;",
+        g, g, at("kiln_ia", "kiln_ii", "kiln_ie"));
+    w.line("        }}");
+  } else {
+    w.line("#pragma unroll");
+    w.line("        for (int kiln_g = 0; kiln_g < {}; ++kiln_g) {{", groups);
+    w.line("          if (kiln_g > 0) {{");
+    for (const auto& o : ins) w.line("            kiln_o_{0} += {1} * kiln_is_{0};", o.p->name, g);
+    w.line("            kiln_ii += {} * kiln_ie;", g);
+    if (wraps) {
+      // Selects, not a branch: threads of a warp cross rows at different groups (rows of 10
+      // float16: a warp ran at 24 of 32 threads, ncu, H100); only a new plane branches.
+      w.line("            const bool kiln_wrap = (kiln_cl += {}) == kiln_nl;", g);
+      w.line("            kiln_cl = kiln_wrap ? 0 : kiln_cl;");
+      for (const auto& o : ins)
+        w.line("            kiln_o_{0} += kiln_wrap ? kiln_iw_{0} : kiln_idx(0);", o.p->name);
+      w.line("            kiln_ii += kiln_wrap ? kiln_iw : kiln_idx(0);");
+      w.line("            kiln_c2 += kiln_wrap;");
+      w.line("            if (kiln_c2 == kiln_n2)  // the next plane: unravel again");
+      unravel("              ", fmt::format("kiln_t * {} + kiln_uidx(kiln_g * {})", vw, g));
+      w.line("            if (kiln_wrap) {{");
+      load_row_constants("              ");
+      w.line("            }}");
+    }
+    w.line("          }}");
+    for (const auto& o : ins) {
+      if (!o.load) continue;
+      if (row_constant(o)) {
+        w.line("#pragma unroll");
+        w.line(
+            "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
+            "kiln_k] = kiln_c_{};",
+            g, o.p->name, g, o.p->name);
+      } else if (vector_read(o)) {
+        w.line("          {{");
+        w.line("            {} kiln_w[{}];", ctype(s, o.k), g);
+        w.line(
+            "            kiln_load<{}>(kiln_w, reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + "
+            "kiln_o_{}));",
+            g, ctype(s, o.k), o.p->name, o.p->name);
+        w.line("#pragma unroll");
+        w.line(
+            "            for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} "
+            "+ "
+            "kiln_k] = kiln_w[kiln_k];",
+            g, o.p->name, g);
+        w.line("          }}");
+      } else {
+        w.line("#pragma unroll");
+        w.line("          for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", g);
+        w.line("            kiln_r_{}[kiln_u][kiln_g * {} + kiln_k] = {};", o.p->name, g,
+               elem(o, fmt::format("kiln_o_{0} + kiln_k * kiln_is_{0}", o.p->name)));
+      }
+    }
+    w.line("#pragma unroll");
+    w.line(
+        "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_i[kiln_u][kiln_g * {} + "
+        "kiln_k] "
+        "= kiln_ii + kiln_k * kiln_ie;",
+        g, g);
+    w.line("        }}");
   }
-  w.line("#pragma unroll");
-  w.line(
-      "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_i[kiln_u][kiln_g * {} + kiln_k] "
-      "= kiln_ii + kiln_k * kiln_ie;",
-      g, g);
-  w.line("        }}");
   for (const auto& o : ops)
     if (o.p->is_output && o.load)
       w.line("        kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, o.p->name,
@@ -525,6 +614,8 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   for (const auto& o : ops) {
     if (o.p->is_output)
       w.line("    {0}& kiln_e_{1} = *({2});", ctype(s, o.k), o.p->name, out_ptr(o, "kiln_t"));
+    else if (s.as_output(o.k))
+      w.line("    const {} kiln_e_{} = *({});", ctype(s, o.k), o.p->name, in_ptr(o, "kiln_t"));
     else
       w.line("    const {} kiln_e_{} = {};", ctype(s, o.k), o.p->name,
              elem(o, fmt::format("kiln_o_{}", o.p->name)));

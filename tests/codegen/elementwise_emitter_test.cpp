@@ -154,6 +154,33 @@ TEST_CASE(
         CHECK((gsrc.find("the next plane: unravel again") != std::string::npos) == (g < wide));
         check_compiles(k, grouped);
       }
+      // x laid out as the output (whole vectors where z's are, in the tail one element at z's
+      // place) or stepped, y stepped, by groups or constant along the rows; rows of any length
+      // (the end tested after each group) or of a vector or more (one crossing, by selects).
+      for (std::uint64_t y_way : {0u, 1u, 2u})
+        for (bool long_rows : {false, true}) {
+          if (long_rows && nd == 1) continue;
+          const int g = y_way == 1 ? 2 : 1;
+          const bool x_flat = !long_rows || y_way != 0;
+          INFO("y read " << y_way << " long rows " << long_rows);
+          const auto flat = k.make_spec(std::vector<dtype>{t, t, t},
+                                        {.layout = Layout::gathered,
+                                         .ndim = nd,
+                                         .index_bits = bits,
+                                         .vector_width = wide,
+                                         .staged = y_way == 1 ? 2u : 0u,
+                                         .row_constant = y_way == 2 && nd > 1 ? 2u : 0u,
+                                         .as_output = x_flat ? 1u : 0u,
+                                         .unit_cols = g,
+                                         .long_rows = long_rows});
+          CHECK(flat.gathered_long_rows() == long_rows);
+          const std::string fsrc = k.source(flat);
+          CHECK((fsrc.find(fmt::format("kiln_load<{}>(kiln_r_x[kiln_u], reinterpret_cast<const",
+                                       wide)) != std::string::npos) == x_flat);
+          CHECK((fsrc.find("kiln_o_x") == std::string::npos) == x_flat);
+          CHECK((fsrc.find("const bool kiln_here") != std::string::npos) == long_rows);
+          check_compiles(k, flat);
+        }
     }
   }
 }

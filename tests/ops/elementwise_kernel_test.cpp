@@ -222,6 +222,36 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   const auto read_y = xy.make_spec(
       f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .staged = 2, .unit_cols = 4});
   CHECK((!read_y.staged(0) && read_y.staged(1) && !read_y.staged(2)));
+  // Inputs laid out as the output: gathered kernels only, inputs only, read one way.
+  const auto flat_x = xy.make_spec(f32, {.layout = Layout::gathered,
+                                         .ndim = 3,
+                                         .vector_width = 4,
+                                         .row_constant = 2,
+                                         .as_output = 1});
+  CHECK((flat_x.as_output(0) && !flat_x.as_output(1) && flat_x.row_constant(1) &&
+         !flat_x.row_constant(0)));
+  CHECK_THROWS_WITH(xy.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .as_output = 1}),
+                    Catch::Contains("as_output is for gathered kernels"));
+  CHECK_THROWS_WITH(
+      xy.make_spec(f32, {.layout = Layout::gathered,
+                         .ndim = 2,
+                         .vector_width = 4,
+                         .row_constant = 1,
+                         .as_output = 1}),
+      Catch::Contains("as_output names an input that staged or row_constant names too"));
+  CHECK_THROWS_WITH(
+      xy.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .as_output = 4}),
+      Catch::Contains("as_output names parameter 2, which is not an array input"));
+  // Rows of a vector or more: gathered kernels of 2 dims or more.
+  CHECK(xy.make_spec(f32,
+                     {.layout = Layout::gathered, .ndim = 2, .vector_width = 4, .long_rows = true})
+            .gathered_long_rows());
+  CHECK(!xy.make_spec(f32, {.layout = Layout::gathered, .ndim = 2, .vector_width = 4})
+             .gathered_long_rows());
+  CHECK_THROWS_WITH(
+      xy.make_spec(f32,
+                   {.layout = Layout::gathered, .ndim = 1, .vector_width = 4, .long_rows = true}),
+      Catch::Contains("long_rows is for gathered kernels of 2 dims or more"));
   // Packed: 3 or more dims, inputs staged only, one element per access.
   CHECK(xy.make_spec(f32, {.layout = Layout::packed, .ndim = 3, .staged = 3}).layout ==
         Layout::packed);
@@ -292,15 +322,23 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x + y", "aot");
   const auto specs = k.specs({.dtypes = {float32, float32}, .max_ndim = 3});
   // Contiguous widths 1, 2, 4, strided ndim 1..3 (float32: one element at a time), gathered
-  // ndim 1..3 (z by 4; from ndim 2 with inputs stepped one by one, by pairs and by fours,
-  // each input pattern (none, x, y, both) constant along the rows and, in groups, each
-  // reading whole groups apart from those), and tiled ndim 2..3 with nothing (row tiles: by
-  // one element and by pairs along the cols), x, y or both transposed (units of cols and
-  // rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2), each with 32- and 64-bit indices. Packed ndim 3
-  // with both inputs staged.
+  // ndim 1..3 (z by 4; x or y laid out as the output or neither; from ndim 2 with inputs
+  // stepped one by one, by pairs and by fours, each input pattern (none, x, y, both) constant
+  // along the rows and, in groups, each reading whole groups apart from those and from the
+  // one laid out as the output; where every input is constant along the rows or laid out as
+  // the output, groups under a vector for rows of a vector or more too), and tiled ndim 2..3 with
+  // nothing (row tiles: by one element and by pairs along the cols), x, y or both transposed (units
+  // of cols and rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2), each with 32- and 64-bit indices. Packed
+  // ndim 3 with both inputs staged.
   const int disjoint_pairs = 9;  // (read whole, constant): of {none, x, y, both}, sharing none
-  CHECK(specs.size() == 2 * (3 + 3 + (1 + 2 * (4 + 2 * disjoint_pairs)) + 2 * (2 + 3 * 4) + 1));
-  int gathered = 0, gathered_pairs = 0, read_whole = 0, constant = 0;
+  // Per ndim from 2: one by one, nothing or x or y laid out as the output: 4 + 2 + 2 constant
+  // patterns; in groups, the disjoint pairs and, beside x (or y), 3 pairs of the other.
+  // Rows of a vector or more (groups of 1 and 2): both constant, or one beside the other
+  // laid out as the output.
+  const int by_one = 4 + 2 * 2, in_groups = disjoint_pairs + 2 * 3, long_rows_patterns = 3;
+  const int gathered_per_width = 3 + 2 * (by_one + 2 * in_groups + 2 * long_rows_patterns);
+  CHECK(specs.size() == 2 * (3 + 3 + gathered_per_width + 2 * (2 + 3 * 4) + 1));
+  int gathered = 0, gathered_pairs = 0, read_whole = 0, constant = 0, as_output = 0, long_rows = 0;
   for (const auto& s : specs)
     if (s.layout == codegen::Layout::gathered) {
       ++gathered;
@@ -310,17 +348,29 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
       const bool whole = s.params[0].staged == 1 || s.params[1].staged == 1;
       read_whole += whole;
       constant += s.row_constant(0) || s.row_constant(1);
+      as_output += s.as_output(0) || s.as_output(1);
+      CHECK(!(s.as_output(0) && s.as_output(1)));  // both: a contiguous loop
+      long_rows += s.gathered_long_rows();
       if (whole) CHECK(s.unit_cols() > 1);
       if (s.row_constant(0) || s.row_constant(1)) CHECK(s.ndim > 1);
+      if (s.gathered_long_rows())
+        CHECK((s.ndim > 1 && s.unit_cols() < 4 && !whole && (s.row_constant(0) || s.as_output(0)) &&
+               (s.row_constant(1) || s.as_output(1))));
     }
-  CHECK(gathered == 2 * (1 + 2 * (4 + 2 * disjoint_pairs)));
-  CHECK(gathered_pairs == 2 * 2 * disjoint_pairs);
+  CHECK(gathered == 2 * gathered_per_width);
+  CHECK(gathered_pairs == 2 * 2 * (in_groups + long_rows_patterns));
   // Reading whole groups: x, y or both with nothing constant, x with y constant and the
-  // reverse, per group size and ndim.
-  CHECK(read_whole == 2 * 2 * 2 * (3 + 2));
-  // Constant along the rows: x, y or both, per group size (and with one input reading whole
-  // groups: 2 more per group of 2 or more), per ndim.
-  CHECK(constant == 2 * 2 * (3 + 2 * (3 + 2)));
+  // reverse (5), and y beside x laid out as the output or the reverse (2), per group size,
+  // per ndim.
+  CHECK(read_whole == 2 * 2 * 2 * (5 + 2));
+  // Constant along the rows: x, y or both, and one beside the other laid out as the output,
+  // per group size (and with one input reading whole groups: 2 more per group of 2 or more),
+  // per ndim; and the long-row patterns (all 3 have one).
+  CHECK(constant == 2 * 2 * ((3 + 2) + 2 * (5 + 2) + 2 * long_rows_patterns));
+  // x or y laid out as the output: 2 at ndim 1; from ndim 2, 4 one by one and 6 per group
+  // size, and 2 per long-row group size.
+  CHECK(as_output == 2 * (2 + 2 * (4 + 2 * 6 + 2 * 2)));
+  CHECK(long_rows == 2 * 2 * 2 * long_rows_patterns);
   int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0,
       rows2 = 0;
   for (const auto& s : specs) {
@@ -713,16 +763,18 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     auto nchw = plan_of(add, {x4, b, z4});
     CHECK((nchw.layout == Layout::gathered && nchw.ndim == 3 && nchw.vector_width == 4));
     // 784 elements a row hold whole vectors of 4: no vector crosses a row (unit_cols = 4);
-    // rows of 8192 (the outer difference's) do too, rows of 30 do not. Inputs along the rows
-    // with unit steps, aligned, read whole groups (staged 1): x4 and the outer sum's row, not
-    // x4 from an odd offset or by every other element; the per-channel vector and the column
-    // are constant along the rows (staged 2: one read per row).
+    // rows of 8192 (the outer difference's) do too, rows of 30 do not. x4, laid out as the
+    // output, reads vectors where z4's are (staged 3); inputs along the rows with unit steps,
+    // aligned, read whole groups (staged 1): the outer sum's row, not x4 from an odd offset
+    // or by every other element; the per-channel vector and the column are constant along
+    // the rows (staged 2: one read per row).
     auto how = [](const codegen::ElementwiseSpec& s, int k) {
       return int(s.params[std::size_t(k)].staged);
     };
     CHECK(nchw.unit_cols() == 4);
     CHECK(outer.unit_cols() == 4);
-    CHECK((how(nchw, 0) == 1 && how(nchw, 1) == 2 && how(nchw, 2) == 0));
+    CHECK((how(nchw, 0) == 3 && how(nchw, 1) == 2 && how(nchw, 2) == 0));
+    CHECK((nchw.as_output(0) && !nchw.as_output(1) && !outer.as_output(1)));
     CHECK((how(outer, 0) == 2 && how(outer, 1) == 1 && how(outer, 2) == 0));
     CHECK((nchw.row_constant(1) && outer.row_constant(0) && !outer.row_constant(1)));
     const ndarray x5 = untouched({8, 64, 28, 29}), x56 = untouched({8, 64, 28, 56});
@@ -746,6 +798,20 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     auto rows29 = plan_of(add, {odd_col, untouched({29}), untouched({512, 29})});
     CHECK((rows29.layout == Layout::gathered && rows29.vector_width == 4 &&
            rows29.unit_cols() == 1 && how(rows29, 0) == 2 && how(rows29, 1) == 0));
+    // Rows of 30 hold a vector of 4 or more: with both inputs constant along them, a vector
+    // crosses one row end at most (found once); a row vector stepped along them keeps the
+    // running wrap (registers). Rows of 17925 (NCHW's H x W, odd) minus a per-channel mean:
+    // x laid out as the output, read by vectors although the rows hold no pairs; rows of 2
+    // (float32) or 6 (float16, vectors of 8) cross several ends.
+    CHECK((!rows29.gathered_long_rows() && !odd_rows.gathered_long_rows() &&
+           odd_cols.gathered_long_rows() && !outer.gathered_long_rows()));
+    auto std9 = plan_of(add, {untouched({416, 9, 15, 1195}), untouched({1, 9, 1, 1}),
+                              untouched({416, 9, 15, 1195})});
+    CHECK((std9.layout == Layout::gathered && std9.ndim == 3 && std9.unit_cols() == 1 &&
+           std9.gathered_long_rows() && how(std9, 0) == 3 && how(std9, 1) == 2));
+    auto rows2 = plan_of(add, {odd_col, untouched({2}), untouched({512, 2})});
+    CHECK((rows2.layout == Layout::gathered && rows2.unit_cols() == 2 &&
+           !rows2.gathered_long_rows()));
     // float16 rows of 1226 (2 x 613) under a batch axis: z by 16 bytes, inputs by pairs, both
     // loading them.
     auto h1226 = plan_of(add, {untouched({285, 1226}, float16), untouched({1, 1, 1226}, float16),
@@ -773,7 +839,7 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
                   hr = untouched({6}, float16);
     const auto pairs = plan_of(add, {h, hr, h6});
     CHECK((pairs.layout == Layout::gathered && pairs.vector_width == 8 && pairs.unit_cols() == 2 &&
-           pairs.unroll == 2 && pairs.staged(1)));
+           pairs.unroll == 2 && pairs.staged(1) && !pairs.gathered_long_rows()));
     CHECK((plan_of(add, {h, h, h6}).layout == Layout::gathered &&
            plan_of(add, {h, h, h6}).vector_width == 8));
     // Planes of the last two axes shorter than 8 vectors would unravel too often: strided.

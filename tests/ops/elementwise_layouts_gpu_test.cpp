@@ -220,6 +220,19 @@ void check_families() {
       check_sub<T>(fmt::format("rows of {} minus a column", n), r, r.dev, c, c.dev, {300, n},
                    whole);
     }
+    // A batch laid out as the output, rows of odd length (17, 131), against a column: whole
+    // vectors where the output's are (either side of the minus); one element off its vectors
+    // (from offset 1 of its base), element by element.
+    for (const std::int64_t n : {17, 131}) {
+      const auto bt = Base<T>::random({6, 9, n}), c9 = Base<T>::random({9, 1}),
+                 b1 = Base<T>::random({6 * 9 * n + 1});
+      check_sub<T>(fmt::format("batch of rows of {} minus a column", n), bt, bt.dev, c9, c9.dev,
+                   {6, 9, n}, whole);
+      check_sub<T>(fmt::format("column minus a batch of rows of {}", n), c9, c9.dev, bt, bt.dev,
+                   {6, 9, n}, whole);
+      check_sub<T>(fmt::format("batch of rows of {} one element off, minus a column", n), b1,
+                   b1.dev(slice(1, std::nullopt)).reshape({6, 9, n}), c9, c9.dev, {6, 9, n}, whole);
+    }
     const auto r1226 = Base<T>::random({5, 1226}), v1226 = Base<T>::random({1, 1, 1226});
     check_sub<T>("batch of rows of 1226", r1226, r1226.dev, v1226, v1226.dev, {3, 5, 1226}, whole);
     // Every input smaller than the output, tiles nine-tenths full or more: row tiles (whole

@@ -111,15 +111,16 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   Precompiled p;
   INFO(p.run.output);
   REQUIRE(p.run.status == 0);
-  // my_kernel: 3 contiguous widths + 2 strided ndims (float32: one width) + 9 gathered (ndim
-  // 1; ndim 2 without whole rows, with rows of whole vectors of 4 read whole by no input, x, y
-  // or both, and of pairs read whole by x, y or both) + 14 tiled (row tiles by one element and
-  // by pairs; x, y, both transposed, each side by one element or by pairs: 4 unit pairs)
-  // (32-bit only); scale: 2 exact; source: 1.
-  REQUIRE(p.reqs.size() == 2 * (42 + 2 + 1));
+  // my_kernel: 3 contiguous widths + 2 strided ndims (float32: one width) + 47 gathered (ndim
+  // 1: x, y or neither laid out as the output; ndim 2: groups of 1, 2 and 4, the inputs read
+  // whole, constant along the rows and laid out as the output sharing none: 8 + 15 + 15, and
+  // 3 + 3 for rows of a vector or more) + 14 tiled (row tiles by one element and by pairs; x,
+  // y, both transposed, each side by one element or by pairs: 4 unit pairs) (32-bit only);
+  // scale: 2 exact; source: 1.
+  REQUIRE(p.reqs.size() == 2 * (66 + 2 + 1));
   CHECK_THAT(
       p.run.output,
-      Contains("90 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
+      Contains("138 compiled, 0 loaded (compiled by another process), 0 already cached, 0 failed"));
   const kiln::cache::DiskCache disk(p.dir);
   for (const auto& r : p.reqs) CHECK(disk.load(kiln::cache::cache_key(r)).has_value());
   CHECK(valid_entries(p.dir) == p.reqs.size());
@@ -129,7 +130,7 @@ TEST_CASE("kiln-cache precompile fills a cache for sm_80 and sm_90 that the libr
   CHECK(again.status == 0);
   CHECK_THAT(
       again.output,
-      Contains("0 compiled, 0 loaded (compiled by another process), 90 already cached, 0 failed"));
+      Contains("0 compiled, 0 loaded (compiled by another process), 138 already cached, 0 failed"));
 
   // The library, with compiling forbidden, finds my_kernel's contiguous sm_90 variant.
   kiln::test::ScopedEnv env("KILN_CACHE_DIR", p.dir.string());
@@ -149,7 +150,7 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
   auto list = run_cli("list --json --cache-dir " + q(p.dir));
   REQUIRE(list.status == 0);
   const auto j = nlohmann::json::parse(list.output);
-  REQUIRE(j.size() == 90);
+  REQUIRE(j.size() == 138);
   std::map<int, int> per_arch;
   std::map<std::string, int> per_name;
   for (const auto& e : j) {
@@ -157,22 +158,22 @@ TEST_CASE("kiln-cache list, stats and show describe entries by kind, name and ar
     per_arch[e["arch"].get<int>()]++;
     per_name[e["name"].get<std::string>()]++;
   }
-  CHECK(per_arch == std::map<int, int>{{80, 45}, {90, 45}});
-  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 84}, {"scale", 4}, {"exact", 2}});
+  CHECK(per_arch == std::map<int, int>{{80, 69}, {90, 69}});
+  CHECK(per_name == std::map<std::string, int>{{"my_kernel", 132}, {"scale", 4}, {"exact", 2}});
 
   auto text = run_cli("list --cache-dir " + q(p.dir));
   CHECK(text.status == 0);
-  CHECK(lines(text.output) == 91);
+  CHECK(lines(text.output) == 139);
   CHECK_THAT(text.output, Contains("elementwise") && Contains("sm_80") && Contains("my_kernel"));
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
   REQUIRE(stats.status == 0);
   const auto s = nlohmann::json::parse(stats.output);
-  CHECK(s["entries"] == 90);
-  CHECK(s["by_arch"]["sm_80"]["entries"] == 45);
-  CHECK(s["by_kind"]["elementwise"]["entries"] == 88);
+  CHECK(s["entries"] == 138);
+  CHECK(s["by_arch"]["sm_80"]["entries"] == 69);
+  CHECK(s["by_kind"]["elementwise"]["entries"] == 136);
   CHECK(s["by_kind"]["raw"]["entries"] == 2);  // the source entry's made_by
-  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 90"));
+  CHECK_THAT(run_cli("stats --cache-dir " + q(p.dir)).output, Contains("entries: 138"));
 
   const std::string key = j[0]["key"];
   auto show = run_cli("show " + key.substr(0, 10) + " --cache-dir " + q(p.dir));
@@ -215,19 +216,19 @@ TEST_CASE(
   fs::create_directories(p.dir / "zz");
 
   auto stats = run_cli("stats --json --cache-dir " + q(p.dir));
-  CHECK(nlohmann::json::parse(stats.output)["entries"] == 87);
+  CHECK(nlohmann::json::parse(stats.output)["entries"] == 135);
   auto v = run_cli("verify --cache-dir " + q(p.dir));
   CHECK(v.status == 1);
   CHECK_THAT(v.output, Contains("payload checksum mismatch") && Contains("truncated") &&
                            Contains("symbolic link, not an entry") &&
-                           Contains("87 valid entries, 3 bad"));
+                           Contains("135 valid entries, 3 bad"));
   auto fixed = run_cli("verify --fix --cache-dir " + q(p.dir));
   CHECK(fixed.status == 0);
   CHECK_THAT(fixed.output, Contains("removed 3 bad entries"));
   CHECK(fs::exists("/etc/passwd"));
   CHECK(!fs::exists(fs::symlink_status(e2)));
   CHECK(run_cli("verify --cache-dir " + q(p.dir)).status == 0);
-  CHECK(valid_entries(p.dir) == 87);
+  CHECK(valid_entries(p.dir) == 135);
   // Strays are reported but left alone: they are not kiln's.
   CHECK(fs::exists(p.dir / "ab" / "not-kiln.txt"));
 }
@@ -296,7 +297,7 @@ TEST_CASE("two kiln-cache precompile runs into one folder at once both succeed",
   INFO(ra.output << rb.output);
   CHECK(ra.status == 0);
   CHECK(rb.status == 0);
-  CHECK(valid_entries(tmp.path() / "c") == 45);
+  CHECK(valid_entries(tmp.path() / "c") == 69);
   CHECK(run_cli("verify --cache-dir " + q(tmp.path() / "c")).status == 0);
 }
 
@@ -431,7 +432,7 @@ TEST_CASE("kiln-cache refuses cache folders it cannot write or that programs wou
   if (::geteuid() == 0) {
     // root writes anyway: the entries really are there, so success is the truth.
     CHECK(precompile(tmp.path() / "ro").status == 0);
-    CHECK(valid_entries(tmp.path() / "ro") == 45);
+    CHECK(valid_entries(tmp.path() / "ro") == 69);
     fs::create_directory(tmp.path() / "theirs");
     REQUIRE(::chown((tmp.path() / "theirs").c_str(), 65534, 65534) == 0);
     one_line_error(precompile(tmp.path() / "theirs"), "owned by uid 65534");
@@ -503,10 +504,10 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
         std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
   // Every layout variant (float32 strided: one width; gathered; tiled: row tiles by one element
-  // and by pairs, x, y or both transposed with 4 unit pairs; packed ndim 3 and 4), the docs' 236
+  // and by pairs, x, y or both transposed with 4 unit pairs; packed ndim 3 and 4), the docs' 372
   // (docs/manifest.md).
   CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() ==
-        2 * (3 + 4 + 67 + 3 * (2 + 3 * 4) + 2));
+        2 * (3 + 4 + 135 + 3 * (2 + 3 * 4) + 2));
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);
@@ -559,8 +560,20 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
                                               "gathered.json");
   const auto gathered = kiln::tools::expand_entry(gm, gm.entries[0], 90);
   REQUIRE(gathered.size() == 1);
-  CHECK(gathered[0].variant == "gathered ndim 3 w16 whole rows, vectors of 1 i32");
+  CHECK(gathered[0].variant == "gathered ndim 3 w16 groups of 16, whole groups 1 i32");
   CHECK_THAT(gathered[0].request.source, Contains("kiln_load<16>(kiln_w, "));
+  // Inputs constant along the rows and laid out as the output, rows of a vector or more.
+  const auto cm = kiln::tools::parse_manifest(R"({"kiln_manifest": 1, "kernels": [
+    {"kind": "elementwise", "in_params": "float32 x, float32 m", "out_params": "float32 z",
+     "operation": "z = x - m", "name": "center", "dtypes": ["float32", "float32"],
+     "layout": {"layout": "gathered", "ndim": 3, "vector_width": 4, "row_constant": [1],
+                "as_output": [0], "long_rows": true}}]})",
+                                              "constants.json");
+  const auto centered = kiln::tools::expand_entry(cm, cm.entries[0], 90);
+  REQUIRE(centered.size() == 1);
+  CHECK(centered[0].variant ==
+        "gathered ndim 3 w4 long rows, row constants 1, as the output 0 i32");
+  CHECK_THAT(centered[0].request.source, Contains("const bool kiln_here"));
   // The sample manifest parses and expands too.
   const auto samples = kiln::tools::read_manifest(fs::path(KILN_TEST_SOURCE_DIR) / ".." /
                                                   "samples" / "kernels.json");

@@ -18,6 +18,11 @@
 //   s.vector_width = 8;                            // z by 16 bytes
 //   s.log2_unit_cols = 1;                          // x and y stepped by pairs (rows of 10)
 //
+//   // z(416, 9, 17925) = x(416, 9, 17925) - m(1, 9, 1), float32 (odd rows):
+//   s.layout = Layout::gathered; s.ndim = 3; s.vector_width = 4;
+//   s.params[0].staged = OperandSpec::gathered_as_output;     // x by 16 bytes, as z
+//   s.params[1].staged = OperandSpec::gathered_row_constant;  // m once per row
+//
 //   s.layout = Layout::packed; s.ndim = 4;         // x, y permuted differently
 //   s.params[0].staged = s.params[1].staged = 1;   // both through the shared box
 //
@@ -64,8 +69,8 @@ enum class Layout : std::uint8_t {
   // vector's first element once and steps its inputs element by element (broadcasts along
   // short or unaligned last axes, steps, reversals); outputs move as whole vectors. Inputs
   // step in groups of 2^log2_unit_cols elements, which the last axis holds whole (a vector
-  // crosses rows only between groups; one group per vector: never), and `staged` inputs read
-  // each group in one load.
+  // crosses rows only between groups; one group per vector: never); `staged` says how each
+  // input is read (OperandSpec::gathered_*).
   gathered,
   // `ndim` >= 3 planned dims (batch..., A, B, C): each block takes a box of (2^kiln_shape.kiln_t
   // of A, all of B, all of C) (launch_config.hpp: PackedBox). Operands contiguous along C (the
@@ -83,10 +88,17 @@ struct OperandSpec {
   std::uint8_t raw_ndim = 0;        // raw_array: the array's own ndim
   std::uint8_t raw_contiguous = 0;  // raw_array: C-contiguous, so x[i] needs no unravel
   // tiled: the array is read/written along axis 0 (through shared memory); packed: the input
-  // is read into the shared box in its own order; gathered: 1 = the input reads each group
-  // in one aligned load (groups of 2 or more), 2 = the input is constant along the rows
-  // (stride 0 along the last axis; 2 dims or more) and is read once per row
+  // is read into the shared box in its own order; gathered: how the input is read, one of
+  // the gathered_* values below
   std::uint8_t staged = 0;
+
+  // gathered inputs: element by element along the rows (steps, reversals, broadcasts along
+  // rows of odd length); each group in one aligned load (groups of 2 or more); once per row
+  // (constant along the rows: stride 0 along the last axis, 2 dims or more); or by whole
+  // vectors at the output's own positions (the input is laid out as the output, C-contiguous
+  // and aligned like it, whatever the rows hold).
+  static constexpr std::uint8_t gathered_by_element = 0, gathered_by_group = 1,
+                                gathered_row_constant = 2, gathered_as_output = 3;
 };
 
 /// Bytes of the widest array operand's dtype among `params` (1 with none): what a vector or a
@@ -113,7 +125,8 @@ struct ElementwiseSpec {
   // holds whole units. 0 keeps the hashed bytes of specs from before units existed.
   // gathered: log2 of the group inputs step by, the widest power of two up to vector_width
   // that the last planned axis holds whole (no group crosses a row; the planner checks).
-  // Vectors are 16 bytes of the widest dtype.
+  // Vectors are 16 bytes of the widest dtype. log2_unit_rows 1: the last planned axis holds
+  // at least vector_width elements (gathered_long_rows).
   std::uint8_t log2_unit_cols = 0;
   std::uint8_t log2_unit_rows = 0;
   std::array<OperandSpec, kMaxParams> params{};
@@ -124,7 +137,16 @@ struct ElementwiseSpec {
   OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
   bool staged(int k) const { return params[std::size_t(k)].staged != 0; }
   /// gathered: the input is constant along the rows (read once per row).
-  bool row_constant(int k) const { return params[std::size_t(k)].staged == 2; }
+  bool row_constant(int k) const {
+    return params[std::size_t(k)].staged == OperandSpec::gathered_row_constant;
+  }
+  /// gathered: the input is laid out as the output (read by whole vectors where it is written).
+  bool as_output(int k) const {
+    return params[std::size_t(k)].staged == OperandSpec::gathered_as_output;
+  }
+  /// gathered: rows (the last planned axis) of a vector or more, so a vector crosses one row
+  /// end at most: found once per vector instead of tested after every group.
+  bool gathered_long_rows() const { return layout == Layout::gathered && log2_unit_rows == 1; }
   int unit_cols() const { return 1 << log2_unit_cols; }
   int unit_rows() const { return 1 << log2_unit_rows; }
   /// Bytes of the widest array parameter's dtype (1 with none): what a vector or a tiled

@@ -108,6 +108,14 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
         "kernel '{}': layout row_constant and staged name the same input (an input constant "
         "along the rows has no groups to load)",
         def.name));
+  if (layout.as_output != 0 && layout.layout != Layout::gathered)
+    throw ValueError(
+        fmt::format("kernel '{}': layout as_output is for gathered kernels", def.name));
+  if ((layout.as_output & (layout.staged | layout.row_constant)) != 0)
+    throw ValueError(fmt::format(
+        "kernel '{}': layout as_output names an input that staged or row_constant names too (an "
+        "input is read one way)",
+        def.name));
   check_range(def.name, "raw_ndim", layout.raw_ndim, 0, kMaxNdim);
   if (layout.index_bits != 32 && layout.index_bits != 64)
     throw ValueError(fmt::format("kernel '{}': layout index_bits {} must be 32 or 64", def.name,
@@ -208,7 +216,7 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
             "kernel '{}': layout staged names parameter {}, which is not an array input (a "
             "gathered kernel reads whole groups of inputs only)",
             def.name, k));
-      spec.params[k].staged = 1;
+      spec.params[k].staged = codegen::OperandSpec::gathered_by_group;
     }
   }
   for (std::size_t k = 0; k < 64 && layout.row_constant != 0; ++k) {
@@ -217,9 +225,23 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
       throw ValueError(fmt::format(
           "kernel '{}': layout row_constant names parameter {}, which is not an array input",
           def.name, k));
-    spec.params[k].staged = 2;
+    spec.params[k].staged = codegen::OperandSpec::gathered_row_constant;
+  }
+  for (std::size_t k = 0; k < 64 && layout.as_output != 0; ++k) {
+    if (!((layout.as_output >> k) & 1)) continue;
+    if (k >= std::size_t(def.nin) || def.params[k].raw)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout as_output names parameter {}, which is not an array input", def.name,
+          k));
+    spec.params[k].staged = codegen::OperandSpec::gathered_as_output;
   }
   spec.log2_unit_rows = std::uint8_t(check_unit("unit_rows", layout.unit_rows, any_staged));
+  if (layout.long_rows) {
+    if (layout.layout != Layout::gathered || layout.ndim < 2)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout long_rows is for gathered kernels of 2 dims or more", def.name));
+    spec.log2_unit_rows = 1;
+  }
   spec.unroll = codegen::planned_unroll(spec, def.nin);
   return spec;
 }
@@ -260,22 +282,34 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
     // Gathered loops (contiguous outputs) for dtypes of at most 4 bytes, 16-byte vectors;
     // from 2 dims, also in groups of every power of two up to a vector, each input pattern
     // reading whole groups (none, each input alone, all) and, apart from those, each pattern
-    // constant along the rows.
+    // constant along the rows; and each input alone laid out as the output (all of them
+    // would be a contiguous loop) with the others read any of those ways; where every input
+    // is constant along the rows or laid out as the output, groups shorter than a vector for
+    // rows of a vector or more too (the planner's gathered_long_rows).
     const auto patterns = input_patterns(probe, nin(), false);
+    const std::uint64_t every_input = patterns.back();
     if (probe.widest_array_item() <= 4)
       for (int nd = 1; nd <= t.max_ndim; ++nd)
         for (int g = 1; g <= (nd > 1 ? max_width : 1); g *= 2)
-          for (std::uint64_t vectors : patterns)
-            for (std::uint64_t constant : patterns)
-              if ((vectors == 0 || g > 1) && (constant == 0 || nd > 1) && !(vectors & constant))
-                out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
-                                                                .ndim = nd,
-                                                                .index_bits = bits,
-                                                                .vector_width = max_width,
-                                                                .raw_ndim = t.raw_ndim,
-                                                                .staged = vectors,
-                                                                .row_constant = constant,
-                                                                .unit_cols = g})));
+          for (bool long_rows : {false, true})
+            for (std::uint64_t flat : patterns)
+              for (std::uint64_t vectors : patterns)
+                for (std::uint64_t constant : patterns)
+                  if ((flat == 0 || flat != every_input) && (vectors == 0 || g > 1) &&
+                      (constant == 0 || nd > 1) && !(vectors & constant) &&
+                      !(flat & (vectors | constant)) &&
+                      (!long_rows || (nd > 1 && g < max_width && vectors == 0 &&
+                                      (flat | constant) == every_input)))
+                    out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
+                                                                    .ndim = nd,
+                                                                    .index_bits = bits,
+                                                                    .vector_width = max_width,
+                                                                    .raw_ndim = t.raw_ndim,
+                                                                    .staged = vectors,
+                                                                    .row_constant = constant,
+                                                                    .as_output = flat,
+                                                                    .unit_cols = g,
+                                                                    .long_rows = long_rows})));
     // Units (pairs for 4-byte dtypes, up to 8 elements for 1- and 2-byte ones) along the
     // cols, and along the rows when something is staged: every pair codegen::tiled_units gives.
     const int max_unit = codegen::max_tiled_unit(probe);

@@ -49,6 +49,10 @@ struct elementwise_layout {
   /// gathered, 2 dims or more: bit k set = input k is constant along the rows (stride 0 along
   /// the last axis: a column, a per-channel vector) and is read once per row. Not with staged.
   std::uint64_t row_constant = 0;
+  /// gathered: bit k set = input k is laid out as the output (C-contiguous over the loop, its
+  /// base aligned to a vector) and is read by whole vectors where the output is written,
+  /// whatever the rows hold. Not with staged or row_constant.
+  std::uint64_t as_output = 0;
   /// tiled: elements one access moves, along the cols for operands read directly and along
   /// the rows for staged ones: 1, or a power of two up to 2 for 4-byte dtypes and up to 8 for
   /// 1- and 2-byte ones (arrays of at most 4-byte dtypes; rows only with something staged).
@@ -56,6 +60,11 @@ struct elementwise_layout {
   /// the last axis holds whole (a vector crosses rows only between groups; with one group a
   /// vector, never, so the inputs step without testing for the row's end).
   int unit_cols = 1, unit_rows = 1;
+  /// gathered, 2 dims or more: the last axis holds at least vector_width elements, so a
+  /// vector crosses one row end at most (found once per vector, each group placed by a
+  /// select); false: any row length (the end tested after every group). Calls plan it
+  /// where every array input is row_constant or as_output.
+  bool long_rows = false;
 };
 
 /// What to prepare: argument dtypes (inputs, or inputs then outputs; placeholders resolve as
