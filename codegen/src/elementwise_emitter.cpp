@@ -448,6 +448,38 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   for (const auto& o : ins)
     if (o.load && row_constant(o)) w.line("        {} kiln_c_{};", ctype(s, o.k), o.p->name);
   load_row_constants("        ");
+  // Group kiln_g's elements of an input into its registers: `constant` is a row constant's
+  // value, `offset` a stepped input's byte offset of the group's first element.
+  auto read_group = [&](const LoopOperand& o, std::string_view constant, std::string_view offset) {
+    const auto& n = o.p->name;
+    if (row_constant(o)) {
+      w.line("#pragma unroll");
+      w.line(
+          "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
+          "kiln_k] = {};",
+          g, n, g, constant);
+    } else if (vector_read(o)) {
+      w.line("          {{");
+      w.line("            {} kiln_w[{}];", ctype(s, o.k), g);
+      w.line(
+          "            kiln_load<{}>(kiln_w, reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + {}));",
+          g, ctype(s, o.k), n, offset);
+      w.line("#pragma unroll");
+      w.line(
+          "            for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
+          "kiln_k] = kiln_w[kiln_k];",
+          g, n, g);
+      w.line("          }}");
+    } else {
+      w.line("          {{");
+      w.line("            const kiln_idx kiln_at = {};", offset);
+      w.line("#pragma unroll");
+      w.line("            for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", g);
+      w.line("              kiln_r_{}[kiln_u][kiln_g * {} + kiln_k] = {};", n, g,
+             elem(o, fmt::format("kiln_at + kiln_k * kiln_is_{}", n)));
+      w.line("          }}");
+    }
+  };
   if (one_crossing) {
     // Rows of a vector or more: a vector crosses one row end at most, kiln_left elements in.
     // Each input's offset (and each row constant) in this row and in the next, then each
@@ -480,40 +512,12 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
           "(kiln_here ? {} + kiln_g * {} * {} : {} + (kiln_g * {} - kiln_left) * {})", first, g,
           step, next, g, step);
     };
-    for (const auto& o : ins) {
-      if (!o.load) continue;
-      const auto& n = o.p->name;
-      const auto off = at("kiln_a_" + n, "kiln_o_" + n, "kiln_is_" + n);
-      if (row_constant(o)) {
-        w.line("#pragma unroll");
-        w.line(
-            "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
-            "kiln_k] = kiln_here ? kiln_c_{} : kiln_d_{};",
-            g, n, g, n, n);
-      } else if (vector_read(o)) {
-        w.line("          {{");
-        w.line("            {} kiln_w[{}];", ctype(s, o.k), g);
-        w.line(
-            "            kiln_load<{}>(kiln_w, reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + "
-            "{}));",
-            g, ctype(s, o.k), n, off);
-        w.line("#pragma unroll");
-        w.line(
-            "            for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} "
-            "+ "
-            "kiln_k] = kiln_w[kiln_k];",
-            g, n, g);
-        w.line("          }}");
-      } else {
-        w.line("          {{");
-        w.line("            const kiln_idx kiln_at = {};", off);
-        w.line("#pragma unroll");
-        w.line("            for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", g);
-        w.line("              kiln_r_{}[kiln_u][kiln_g * {} + kiln_k] = {};", n, g,
-               elem(o, fmt::format("kiln_at + kiln_k * kiln_is_{}", n)));
-        w.line("          }}");
+    for (const auto& o : ins)
+      if (o.load) {
+        const auto& n = o.p->name;
+        read_group(o, fmt::format("kiln_here ? kiln_c_{0} : kiln_d_{0}", n),
+                   at("kiln_a_" + n, "kiln_o_" + n, "kiln_is_" + n));
       }
-    }
     w.line("#pragma unroll");
     w.line(
         "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_i[kiln_u][kiln_g * {} + "
@@ -542,35 +546,8 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
       w.line("            }}");
     }
     w.line("          }}");
-    for (const auto& o : ins) {
-      if (!o.load) continue;
-      if (row_constant(o)) {
-        w.line("#pragma unroll");
-        w.line(
-            "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} + "
-            "kiln_k] = kiln_c_{};",
-            g, o.p->name, g, o.p->name);
-      } else if (vector_read(o)) {
-        w.line("          {{");
-        w.line("            {} kiln_w[{}];", ctype(s, o.k), g);
-        w.line(
-            "            kiln_load<{}>(kiln_w, reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + "
-            "kiln_o_{}));",
-            g, ctype(s, o.k), o.p->name, o.p->name);
-        w.line("#pragma unroll");
-        w.line(
-            "            for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_r_{}[kiln_u][kiln_g * {} "
-            "+ "
-            "kiln_k] = kiln_w[kiln_k];",
-            g, o.p->name, g);
-        w.line("          }}");
-      } else {
-        w.line("#pragma unroll");
-        w.line("          for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", g);
-        w.line("            kiln_r_{}[kiln_u][kiln_g * {} + kiln_k] = {};", o.p->name, g,
-               elem(o, fmt::format("kiln_o_{0} + kiln_k * kiln_is_{0}", o.p->name)));
-      }
-    }
+    for (const auto& o : ins)
+      if (o.load) read_group(o, "kiln_c_" + o.p->name, "kiln_o_" + o.p->name);
     w.line("#pragma unroll");
     w.line(
         "          for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_i[kiln_u][kiln_g * {} + "
