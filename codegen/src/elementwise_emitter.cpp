@@ -413,12 +413,10 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
     return fmt::format("*reinterpret_cast<const {}*>(kiln_p_{}.kiln_p + {})", ctype(s, o.k),
                        o.p->name, off);
   };
-  auto out_ptr = [&](const LoopOperand& o, std::string_view e) {
-    return fmt::format("reinterpret_cast<{}*>(kiln_p_{}.kiln_p) + {}", ctype(s, o.k), o.p->name, e);
-  };
-  auto in_ptr = [&](const LoopOperand& o, std::string_view e) {
-    return fmt::format("reinterpret_cast<const {}*>(kiln_p_{}.kiln_p) + {}", ctype(s, o.k),
-                       o.p->name, e);
+  // Element `e` of the flat loop in an output or an input laid out as it.
+  auto flat_ptr = [&](const LoopOperand& o, std::string_view e) {
+    return fmt::format("reinterpret_cast<{}{}*>(kiln_p_{}.kiln_p) + {}",
+                       o.p->is_output ? "" : "const ", ctype(s, o.k), o.p->name, e);
   };
   w.line("  const kiln_uidx kiln_items = kiln_uidx(kiln_n) / {};", vw);
   w.line(
@@ -433,7 +431,7 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   for (const auto& o : flat)
     if (o.load)
       w.line("        kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, o.p->name,
-             in_ptr(o, fmt::format("kiln_t * {}", vw)));
+             flat_ptr(o, fmt::format("kiln_t * {}", vw)));
   for (const auto& o : ins) w.line("        kiln_idx kiln_o_{};", o.p->name);
   w.line("        kiln_idx kiln_ii, kiln_cl = 0, kiln_c2 = 0;");
   w.line("        (void)kiln_cl; (void)kiln_c2;");
@@ -559,7 +557,7 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   for (const auto& o : ops)
     if (o.p->is_output && o.load)
       w.line("        kiln_load<{}>(kiln_r_{}[kiln_u], {});", vw, o.p->name,
-             out_ptr(o, fmt::format("kiln_t * {}", vw)));
+             flat_ptr(o, fmt::format("kiln_t * {}", vw)));
   w.line("      }}");
   w.line("    }}");
   w.line("#pragma unroll");
@@ -575,7 +573,7 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   for (const auto& o : ops)
     if (o.p->is_output)
       w.line("        kiln_store<{}>({}, kiln_r_{}[kiln_u]);", vw,
-             out_ptr(o, fmt::format("kiln_t * {}", vw)), o.p->name);
+             flat_ptr(o, fmt::format("kiln_t * {}", vw)), o.p->name);
   w.line("      }}");
   w.line("    }}");
   w.line("  }}");
@@ -590,9 +588,9 @@ void emit_gathered(SourceWriter& w, const ElementwiseDefinition& def, const Elem
   unravel("    ", "kiln_t");
   for (const auto& o : ops) {
     if (o.p->is_output)
-      w.line("    {0}& kiln_e_{1} = *({2});", ctype(s, o.k), o.p->name, out_ptr(o, "kiln_t"));
+      w.line("    {0}& kiln_e_{1} = *({2});", ctype(s, o.k), o.p->name, flat_ptr(o, "kiln_t"));
     else if (s.as_output(o.k))
-      w.line("    const {} kiln_e_{} = *({});", ctype(s, o.k), o.p->name, in_ptr(o, "kiln_t"));
+      w.line("    const {} kiln_e_{} = *({});", ctype(s, o.k), o.p->name, flat_ptr(o, "kiln_t"));
     else
       w.line("    const {} kiln_e_{} = {};", ctype(s, o.k), o.p->name,
              elem(o, fmt::format("kiln_o_{}", o.p->name)));

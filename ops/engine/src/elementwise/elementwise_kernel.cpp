@@ -202,39 +202,30 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   } else {
     spec.log2_unit_cols = std::uint8_t(check_unit("unit_cols", layout.unit_cols, true));
   }
+  // Gathered: each input named by a mask is read that way (the checks above keep the masks
+  // apart); staged inputs read whole groups, which only rows of whole groups hold.
+  auto read_inputs = [&](std::uint64_t mask, std::string_view field, std::uint8_t how,
+                         std::string_view why) {
+    for (std::size_t k = 0; k < 64 && mask != 0; ++k) {
+      if (!((mask >> k) & 1)) continue;
+      if (k >= std::size_t(def.nin) || def.params[k].raw)
+        throw ValueError(
+            fmt::format("kernel '{}': layout {} names parameter {}, which is not an array input{}",
+                        def.name, field, k, why));
+      spec.params[k].staged = how;
+    }
+  };
   if (layout.layout == Layout::gathered && layout.staged != 0) {
-    // Gathered: staged inputs read whole groups, which only rows of whole groups hold.
     if (spec.log2_unit_cols == 0)
       throw ValueError(
           fmt::format("kernel '{}': layout staged is for gathered kernels with groups of 2 or more "
                       "(unit_cols)",
                       def.name));
-    for (std::size_t k = 0; k < 64; ++k) {
-      if (!((layout.staged >> k) & 1)) continue;
-      if (k >= std::size_t(def.nin) || def.params[k].raw)
-        throw ValueError(fmt::format(
-            "kernel '{}': layout staged names parameter {}, which is not an array input (a "
-            "gathered kernel reads whole groups of inputs only)",
-            def.name, k));
-      spec.params[k].staged = codegen::OperandSpec::gathered_by_group;
-    }
+    read_inputs(layout.staged, "staged", codegen::OperandSpec::gathered_by_group,
+                " (a gathered kernel reads whole groups of inputs only)");
   }
-  for (std::size_t k = 0; k < 64 && layout.row_constant != 0; ++k) {
-    if (!((layout.row_constant >> k) & 1)) continue;
-    if (k >= std::size_t(def.nin) || def.params[k].raw)
-      throw ValueError(fmt::format(
-          "kernel '{}': layout row_constant names parameter {}, which is not an array input",
-          def.name, k));
-    spec.params[k].staged = codegen::OperandSpec::gathered_row_constant;
-  }
-  for (std::size_t k = 0; k < 64 && layout.as_output != 0; ++k) {
-    if (!((layout.as_output >> k) & 1)) continue;
-    if (k >= std::size_t(def.nin) || def.params[k].raw)
-      throw ValueError(fmt::format(
-          "kernel '{}': layout as_output names parameter {}, which is not an array input", def.name,
-          k));
-    spec.params[k].staged = codegen::OperandSpec::gathered_as_output;
-  }
+  read_inputs(layout.row_constant, "row_constant", codegen::OperandSpec::gathered_row_constant, "");
+  read_inputs(layout.as_output, "as_output", codegen::OperandSpec::gathered_as_output, "");
   spec.log2_unit_rows = std::uint8_t(check_unit("unit_rows", layout.unit_rows, any_staged));
   if (layout.long_rows) {
     if (layout.layout != Layout::gathered || layout.ndim < 2)

@@ -386,51 +386,47 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
              : 1;
   const std::uint64_t vectors = group > 1 ? vector_inputs(group) : 0;
   if (nd > 1 && plan.shape[nd - 1] * plan.shape[nd - 2] < 8 * vw) return false;
-  for (int j = 0; j < plan.noperands; ++j) {
-    const int k = ops[std::size_t(j)];
-    if (spec.kind(k) != OperandKind::array || !c.def.params[std::size_t(k)].is_output) continue;
-    const ndarray& a = *c.arrays[k];
-    const auto isz = std::int64_t(a.itemsize());
-    if (reinterpret_cast<std::uintptr_t>(a.data()) % std::uintptr_t(vw * isz) != 0) return false;
+  // C-contiguous over the loop and aligned for a vector: what every output must be, and what
+  // lets an input read its vectors where the output writes its own.
+  auto dense_vectors = [&](int j, int k) {
+    const auto isz = std::int64_t(c.types[k].itemsize());
+    if (reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % std::uintptr_t(vw * isz) != 0)
+      return false;
     const Shape dense = c_strides(plan.shape, isz);
     const Shape& st = plan.strides[std::size_t(j)];
     for (int d = 0; d < nd; ++d)
       if (plan.shape[d] > 1 && st[d] != dense[d]) return false;
+    return true;
+  };
+  for (int j = 0; j < plan.noperands; ++j) {
+    const int k = ops[std::size_t(j)];
+    if (spec.kind(k) == OperandKind::array && c.def.params[std::size_t(k)].is_output &&
+        !dense_vectors(j, k))
+      return false;
   }
   spec.layout = Layout::gathered;
   spec.vector_width = std::uint8_t(vw);
   spec.log2_unit_cols = std::uint8_t(std::countr_zero(std::uint64_t(group)));
-  for (int k = 0; k < spec.nparams; ++k)
-    spec.params[std::size_t(k)].staged =
-        vectors >> k & 1 ? OperandSpec::gathered_by_group : OperandSpec::gathered_by_element;
-  for (int j = 0; j < plan.noperands; ++j) {
-    const int k = ops[std::size_t(j)];
-    if (spec.kind(k) != OperandKind::array || c.def.params[std::size_t(k)].is_output) continue;
-    const Shape& st = plan.strides[std::size_t(j)];
-    const auto isz = std::int64_t(c.types[k].itemsize());
-    // Inputs constant along the rows (a column, a per-channel vector): one read per row.
-    if (nd > 1 && st[nd - 1] == 0) {
-      spec.params[std::size_t(k)].staged = OperandSpec::gathered_row_constant;
-      continue;
-    }
-    // Inputs laid out as the outputs (x in x - mean(x, (0, 2, 3), true) over rows of odd
-    // length): whole vectors where the output's are, with no index kept for them.
-    const Shape dense = c_strides(plan.shape, isz);
-    bool as_output =
-        reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % std::uintptr_t(vw * isz) == 0;
-    for (int d = 0; d < nd && as_output; ++d) as_output = plan.shape[d] == 1 || st[d] == dense[d];
-    if (as_output) spec.params[std::size_t(k)].staged = OperandSpec::gathered_as_output;
-  }
-  // Rows of a vector or more whose inputs are all constant along them or laid out as the
-  // output: a vector crosses one row end at most (gathered_long_rows), found once per vector.
-  // Inputs stepped along the rows keep the running wrap: offsets in two rows cost registers
-  // ((13312, 1, 458) - (13312, 11, 1) float32: 30 -> 37 registers, occupancy 100% -> 75%,
-  // 0.79 -> 0.57 of the copy rate, H200).
+  // Each input's read: constant along the rows (a column, a per-channel vector: one read per
+  // row); laid out as the output (x in x - mean(x, (0, 2, 3), true) over rows of odd length:
+  // whole vectors where the output's are, no index kept); whole groups; element by element.
+  // Rows of a vector or more whose inputs are all of the first two kinds cross one row end
+  // per vector at most (gathered_long_rows), found once; inputs stepped along the rows keep
+  // the running wrap: offsets in two rows cost registers ((13312, 1, 458) - (13312, 11, 1)
+  // float32: 30 -> 37 registers, occupancy 100% -> 75%, 0.79 -> 0.57 of the copy rate, H200).
   bool constants_only = true;
   for (int j = 0; j < plan.noperands; ++j) {
     const int k = ops[std::size_t(j)];
-    if (spec.kind(k) == OperandKind::array && !c.def.params[std::size_t(k)].is_output)
-      constants_only &= spec.row_constant(k) || spec.as_output(k);
+    if (spec.kind(k) != OperandKind::array || c.def.params[std::size_t(k)].is_output) continue;
+    auto& how = spec.params[std::size_t(k)].staged;
+    if (nd > 1 && plan.strides[std::size_t(j)][nd - 1] == 0)
+      how = OperandSpec::gathered_row_constant;
+    else if (dense_vectors(j, k))
+      how = OperandSpec::gathered_as_output;
+    else
+      how = vectors >> k & 1 ? OperandSpec::gathered_by_group : OperandSpec::gathered_by_element;
+    constants_only &=
+        how == OperandSpec::gathered_row_constant || how == OperandSpec::gathered_as_output;
   }
   spec.log2_unit_rows =
       std::uint8_t(nd > 1 && group < vw && plan.shape[nd - 1] >= vw && constants_only);
