@@ -29,6 +29,14 @@ __device__ __forceinline__ kiln_V kiln_shfl_first(const kiln_V& kiln_x, int kiln
   memcpy(&kiln_r, kiln_u, sizeof(kiln_V));
   return kiln_r;
 }
+// One mapped element folded into a state that already holds one: the reduce itself, unless the
+// state's type declares a cheaper form for that case (an overload on the type; the moments
+// skip choosing their shift).
+template <class kiln_S, class kiln_F>
+__device__ __forceinline__ kiln_S kiln_fold(const kiln_S& kiln_a, const kiln_S& kiln_b,
+                                            kiln_F kiln_reduce) {
+  return kiln_reduce(kiln_a, kiln_b);
+}
 template <class kiln_V>
 __device__ __forceinline__ kiln_V kiln_load_cg(const kiln_V* kiln_p) {
   constexpr int kiln_w = int(sizeof(kiln_V)) / 4;

@@ -89,11 +89,18 @@ struct Emit {
     }
     w.line("    return kiln_r;");
     w.line("  }};");
-    w.line("  auto kiln_add = [&](kiln_acc& kiln_x, const _type_reduce& kiln_v) {{");
+    // kiln_held: the loop knows the state already holds an element (every element of an
+    // unrolled step but its first), a constant once unrolled: no test for emptiness, and a
+    // state type's cheaper fold (kiln_fold in kiln_reduction.cuh).
+    w.line(
+        "  auto kiln_add = [&](kiln_acc& kiln_x, const _type_reduce& kiln_v, bool kiln_held = "
+        "false) {{");
     if (has_identity()) {
-      w.line("    kiln_x.v = kiln_reduce(kiln_x.v, kiln_v);");
+      w.line(
+          "    kiln_x.v = kiln_held ? kiln_fold(kiln_x.v, kiln_v, kiln_reduce) : "
+          "kiln_reduce(kiln_x.v, kiln_v);");
     } else {
-      w.line("    kiln_x.v = kiln_x.has ? kiln_reduce(kiln_x.v, kiln_v) : kiln_v;");
+      w.line("    kiln_x.v = (kiln_held || kiln_x.has) ? kiln_reduce(kiln_x.v, kiln_v) : kiln_v;");
       w.line("    kiln_x.has = true;");
     }
     w.line("  }};");
@@ -109,6 +116,18 @@ struct Emit {
     w.line("  auto kiln_post = [&]({}) {{", outs);
     w.line("    (void)a; (void)_i;");
     w.user("post_map_expr", def.post_map_expr, "  ;};");
+    // A partial `kiln_d` lanes down; with an identity `has` is always true and stays put (a
+    // sum's tree moves one word a step, not two).
+    w.line("  auto kiln_shfl_acc = [&](const kiln_acc& kiln_x, int kiln_d, int kiln_width) {{");
+    if (has_identity()) {
+      w.line("    kiln_acc kiln_r;");
+      w.line("    kiln_r.v = kiln_shfl_down(kiln_x.v, kiln_d, kiln_width);");
+      w.line("    kiln_r.has = true;");
+      w.line("    return kiln_r;");
+    } else {
+      w.line("    return kiln_shfl_down(kiln_x, kiln_d, kiln_width);");
+    }
+    w.line("  }};");
     w.line("  auto kiln_warp_reduce = [&](kiln_acc kiln_x) {{");
     // A large state (moments, argmax's pair) merges in many instructions (moments: divisions):
     // the tree as a loop costs nothing beside the row's loads and halves NVRTC's time
@@ -116,7 +135,7 @@ struct Emit {
     w.line("#pragma unroll (sizeof(kiln_acc) > 16 ? 1 : 5)");
     w.line(
         "    for (int kiln_d = 16; kiln_d > 0; kiln_d >>= 1) kiln_combine(kiln_x, "
-        "kiln_shfl_down(kiln_x, kiln_d));");
+        "kiln_shfl_acc(kiln_x, kiln_d, 32));");
     w.line("    return kiln_x;");
     w.line("  }};");
     w.line("  __shared__ __align__(16) unsigned char kiln_smem_raw[32 * sizeof(kiln_acc)];");
@@ -228,15 +247,17 @@ struct Emit {
                        ctype(k), base, o, p.name, last());
   }
 
+  // `held`: a condition, constant once unrolled, that the accumulator holds an element.
   std::string map_call(std::string_view acc, std::string_view row, std::string_view j,
-                       const std::function<std::string(int, const Param&)>& value) const {
+                       const std::function<std::string(int, const Param&)>& value,
+                       std::string_view held = {}) const {
     std::string call = fmt::format("kiln_add({}, kiln_map(kiln_idx({}), kiln_idx({})", acc, row, j);
     for (int k = 0; k < def.nin; ++k) {
       const Param& p = param(k);
       if (p.raw) continue;
       call += ", " + (s.kind(k) == OperandKind::scalar ? "kiln_p_" + p.name : value(k, p));
     }
-    return call + "));";
+    return call + (held.empty() ? std::string("));") : fmt::format("), {});", held));
   }
 
   void post_store(std::string_view ind, std::string_view acc, std::string_view row,
@@ -311,9 +332,10 @@ struct Emit {
     w.line("#pragma unroll");
     w.line("{}      for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, vw);
     w.line("{}        {}", ind,
-           map_call("kiln_a", "kiln_row", "kiln_jj[kiln_u] + kiln_k", [](int, const Param& p) {
-             return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
-           }));
+           map_call(
+               "kiln_a", "kiln_row", "kiln_jj[kiln_u] + kiln_k",
+               [](int, const Param& p) { return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name); },
+               "kiln_u + kiln_k > 0"));
     w.line("{}      }}", ind);
     w.line("{}    }}", ind);
     w.line("{}  }}", ind);
@@ -413,7 +435,7 @@ struct Emit {
       inner_loop("      ", "kiln_t", "kiln_lanes");
       w.line("    }}");
       w.line("    for (int kiln_d = int(kiln_lanes) >> 1; kiln_d > 0; kiln_d >>= 1)");
-      w.line("      kiln_combine(kiln_a, kiln_shfl_down(kiln_a, kiln_d, int(kiln_lanes)));");
+      w.line("      kiln_combine(kiln_a, kiln_shfl_acc(kiln_a, kiln_d, int(kiln_lanes)));");
       w.line("    if (kiln_live && kiln_t == 0) {{");
       post_store("      ", "kiln_a", "kiln_row");
       w.line("    }}");
@@ -556,10 +578,11 @@ struct Emit {
     w.line("        if (kiln_j + kiln_u * blockDim.y < kiln_je)");
     w.line("#pragma unroll");
     w.line("          for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
-    w.line("            {}", map_call("kiln_a[kiln_k]", "kiln_col + kiln_k",
-                                      "kiln_j + kiln_u * blockDim.y", [](int, const Param& p) {
-                                        return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name);
-                                      }));
+    w.line("            {}",
+           map_call(
+               "kiln_a[kiln_k]", "kiln_col + kiln_k", "kiln_j + kiln_u * blockDim.y",
+               [](int, const Param& p) { return fmt::format("kiln_v_{}[kiln_u][kiln_k]", p.name); },
+               "kiln_u > 0"));
     w.line("    }}");
     w.line("  }}");
     w.line("  kiln_outer_combine(kiln_a);");

@@ -83,6 +83,36 @@ TEST_CASE("every built-in reduction, linalg::norm's too, compiles for sm_90 for 
   }
 }
 
+TEST_CASE("the moments fold a step's later elements without choosing a shift, on every strategy",
+          "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  const ReductionKernel* var_mean = nullptr;
+  for (const ReductionKernel* k : aot::builtin_reductions())
+    if (k->name() == "kiln_var_mean") var_mean = k;
+  REQUIRE(var_mean != nullptr);
+  auto specs = var_mean->specs({.dtypes = {float32, int64, float32, float32},
+                                .scalar_inputs = {1},
+                                .max_ndim = 2,
+                                .index64 = false});
+  REQUIRE(specs.size() >= 3);
+  int unrolled = 0;
+  for (const auto& spec : specs) {
+    auto req = var_mean->compile_request(spec, 90);
+    INFO(req.source);
+    // The moments' own fold is declared, and the state holds an element from a step's second
+    // element on (the inner loops: kiln_u + kiln_k > 0; the outer: kiln_u > 0), except over
+    // runs read in windows, whose first element may lie outside the run.
+    CHECK(req.source.find("kiln_moments kiln_fold(") != std::string::npos);
+    const bool inner = req.source.find(", kiln_u + kiln_k > 0);") != std::string::npos;
+    const bool outer = req.source.find(", kiln_u > 0);") != std::string::npos;
+    if (spec.red_contiguous != 3) CHECK((inner || outer));
+    unrolled += inner || outer;
+    CHECK_NOTHROW(cache::compile_cached(req));
+  }
+  CHECK(unrolled >= 2);
+}
+
 namespace {
 // Whether f gets past the argument checks: anything but a ValueError (without a GPU it stops
 // at the device).
