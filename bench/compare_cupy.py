@@ -373,6 +373,15 @@ def issue16_cases():
 
     out["standardize_axis0_8192sq_f32"] = (2 * x.nbytes, device_ms(standardize_cupy), torch_ms(standardize_torch))
     del x, t, z, tz
+    x = rs.random((8192, 4096), dtype=cp.float64) * 2 - 1
+    t = as_torch(x)
+    out["argmax_axis0_8192x4096_f64"] = (x.nbytes, device_ms(lambda: cp.argmax(x, axis=0)),
+                                         torch_ms(lambda: torch.argmax(t, dim=0)))
+    x = x.reshape(64, 128, 64, 64).astype(cp.complex128)
+    t = as_torch(x)
+    out["sum_axes023_64x128x64x64_c128"] = (x.nbytes, device_ms(lambda: cp.sum(x, axis=(0, 2, 3))),
+                                            torch_ms(lambda: t.sum(dim=(0, 2, 3))))
+    del x, t
     x = rs.random((64, 256, 56, 56), dtype=cp.float32) * 2
     t = as_torch(x)
     both = device_ms(lambda: (cp.mean(x, axis=(0, 2, 3)), cp.var(x, axis=(0, 2, 3))))

@@ -863,6 +863,29 @@ void case_issue16_reductions() {
                        bench::median_device_ms([&] { argmax(x, 0, false, {.out = arg}); }),
                        double(x.nbytes()), okarg);
   }
+  {  // states past 16 bytes that merge cheaply (balance_parts gives them one wave, as moments)
+    ndarray x(Shape{8192, 4096}, float64);
+    fill_random(x, -1, 1, 24);
+    ndarray arg = empty({4096}, int64);
+    argmax(x, 0, false, {.out = arg});
+    const auto col = x(all, 9).get<double>();
+    const bool ok = arg.get<std::int64_t>()[9] ==
+                    std::int64_t(std::max_element(col.begin(), col.end()) - col.begin());
+    add_reduction_case("argmax_axis0_8192x4096_f64",
+                       bench::median_device_ms([&] { argmax(x, 0, false, {.out = arg}); }),
+                       double(x.nbytes()), ok);
+    ndarray xc = x.reshape({64, 128, 64, 64}).astype(complex128);
+    ndarray sc = empty({128}, complex128);
+    sum(xc, {0, 2, 3}, false, {.out = sc});
+    double want = 0;
+    for (int b = 0; b < 64; ++b)
+      for (const double v : x.reshape({64, 128, 4096})(b, 5).get<double>()) want += v;
+    const bool okc = near(sc.get<std::complex<double>>()[5].real(), want, 1e-9);
+    add_reduction_case("sum_axes023_64x128x64x64_c128", bench::median_device_ms([&] {
+                         sum(xc, {0, 2, 3}, false, {.out = sc});
+                       }),
+                       double(xc.nbytes()), okc);
+  }
   {  // batch-norm statistics: mean and var over (0, 2, 3) of NCHW, one pass (target 0.06 ms)
     ndarray x(Shape{64, 256, 56, 56}, float32);
     fill_random(x, 0, 2, 23);

@@ -223,7 +223,7 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
 }
 
 void balance_parts(ReductionGeometry& g, const ReductionSpec& s, std::int64_t m, int blocks_per_sm,
-                   int sm_count) {
+                   int sm_count, std::size_t state_bytes) {
   if (!s.split || blocks_per_sm <= 0 || sm_count <= 0) return;
   const bool outer = s.strategy == ReductionStrategy::outer;
   // Two waves of the blocks that really fit, where reduction_geometry assumed a full SM
@@ -241,14 +241,26 @@ void balance_parts(ReductionGeometry& g, const ReductionSpec& s, std::int64_t m,
   const std::int64_t units = outer ? std::int64_t(g.grid_x) : std::max<std::int64_t>(m, 1);
   std::int64_t parts = 1;
   double best = -1;
-  for (const std::int64_t waves : {2, 1, 3, 4}) {
-    const std::int64_t p =
-        std::clamp<std::int64_t>(waves * resident / units, 1, std::int64_t(g.max_parts));
-    const double w = double(units * p) / double(resident);
-    const double fill = w / std::ceil(w) - 0.02 * std::abs(std::ceil(w) - 2);
-    if (fill > best + 1e-9) {
-      best = fill;
-      parts = p;
+  if (state_bytes > kLightStateBytes) {
+    // Heavy states merge in many instructions (the moments: divisions, five words a shuffle; a
+    // fused mean and var: six words), and every block runs a tree of them: at most one wave, each
+    // thread folding more elements before its tree. H200, the same binary either way, medians
+    // of three: var_mean over (0, 2, 3) of (64, 256, 56, 56) float32 0.0637 -> 0.0587 ms (512
+    // blocks, 0.78 of a wave, against 1280), var over axis 0 of 8192 x 8192 float32 3024 -> 3403
+    // GB/s, argmax over axis 0 of (8192, 4096) float64 (24 bytes) 3437 -> 3684, a sum of
+    // complex128 (24 bytes) unchanged. Light states gained nothing that held at one wave
+    // (argmax over (0,) of (1239, 54164) float32 lost 0.71 -> 0.63 of the copy rate).
+    parts = std::clamp<std::int64_t>(resident / units, 1, std::int64_t(g.max_parts));
+  } else {
+    for (const std::int64_t waves : {2, 1, 3, 4}) {
+      const std::int64_t p =
+          std::clamp<std::int64_t>(waves * resident / units, 1, std::int64_t(g.max_parts));
+      const double w = double(units * p) / double(resident);
+      const double fill = w / std::ceil(w) - 0.02 * std::abs(std::ceil(w) - 2);
+      if (fill > best + 1e-9) {
+        best = fill;
+        parts = p;
+      }
     }
   }
   g.parts = std::uint32_t(parts);

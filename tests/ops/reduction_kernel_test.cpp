@@ -59,7 +59,10 @@ TEST_CASE("reduction calls are checked before any device work", "[ops]") {
   CHECK_THROWS_WITH(k(1.0f), Catch::Contains("cannot deduce type T"));
 }
 
-TEST_CASE("a split's parts make about two waves of the blocks the compiled kernel fits", "[ops]") {
+TEST_CASE(
+    "a split's parts make about two waves of the blocks the compiled kernel fits (one for heavy "
+    "states)",
+    "[ops]") {
   codegen::ReductionSpec s;
   s.vector_width = 4;
   // var over (0, 2, 3) of (64, 256, 56, 56): 256 rows; the kernel fits 5 blocks of 256 an SM.
@@ -115,6 +118,20 @@ TEST_CASE("a split's parts make about two waves of the blocks the compiled kerne
   codegen::balance_parts(g, s, 480 * 180, 4, 132);
   CHECK(g.grid_y == 3);
   CHECK(g.partials == 3 * 480 * 180);
+  // States past 16 bytes (var's moments: 24 with the flag) take one wave at most: 660 blocks
+  // fit, so 2 parts of 256 rows (512 blocks), where a sum's 8-byte state takes 5 (1.94 waves).
+  s = {};
+  s.vector_width = 4;
+  g = codegen::reduction_geometry(s, 256, 64 * 56 * 56, 0, 132);
+  codegen::balance_parts(g, s, 256, 5, 132, 24);
+  CHECK(g.parts == 2);
+  CHECK(g.grid_x == 512);
+  codegen::balance_parts(g, s, 256, 5, 132, 8);
+  CHECK(g.parts == 5);
+  // More rows than a wave holds: one part each, whatever the state.
+  g = codegen::reduction_geometry(s, 100, 1 << 24, 0, 132);
+  codegen::balance_parts(g, s, 100, 1, 132, 32);
+  CHECK(g.parts == 1);
   // Never more parts than the reduced elements hold.
   s = {};
   s.vector_width = 4;

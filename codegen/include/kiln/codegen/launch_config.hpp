@@ -122,9 +122,16 @@ ReductionGeometry reduction_geometry(ReductionSpec& spec, std::int64_t m, std::i
 /// A split geometry's parts chosen again once the kernel is compiled and its occupancy known
 /// (`blocks_per_sm` of its blocks at once; 0: unknown, the geometry stays): about two waves of
 /// the blocks that really fit, where reduction_geometry assumed full SMs, or one, three or four
-/// where their last wave is fuller; grid and partials follow.
+/// where their last wave is fuller; grid and partials follow. `state_bytes` is the size of the
+/// compiled kernel's partial (its reduction state with the emptiness flag; 0: unknown): states
+/// past kLightStateBytes (moments, fused reductions) take one wave at most, since each block's
+/// tree of them costs as much as many elements.
 ///   g = reduction_geometry(spec, m, n, 0, sms);  /* compile */  balance_parts(g, spec, m, 5, sms);
 void balance_parts(ReductionGeometry& g, const ReductionSpec& spec, std::int64_t m,
-                   int blocks_per_sm, int sm_count);
+                   int blocks_per_sm, int sm_count, std::size_t state_bytes = 0);
+
+/// The largest reduction partial (state and emptiness flag) balance_parts treats as cheap to
+/// merge: a sum's (up to a float64's or a complex64's) and argmax's float32 pair.
+inline constexpr std::size_t kLightStateBytes = 16;
 
 }  // namespace kiln::codegen

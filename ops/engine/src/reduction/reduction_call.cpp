@@ -91,7 +91,7 @@ struct ReductionKind {
     codegen::ReductionGeometry g = p.geometry;
     if (p.spec.split && g.block >= 32 && g.block <= 1024)
       codegen::balance_parts(g, p.spec, p.m, k.blocks_per_sm[std::size_t(g.block / 32 - 1)],
-                             device_properties(c.device).multiprocessor_count);
+                             device_properties(c.device).multiprocessor_count, k.partial_bytes);
     return g;
   }
 
