@@ -240,7 +240,6 @@ void balance_parts(ReductionGeometry& g, const ReductionSpec& s, std::int64_t m,
   const std::int64_t resident = std::int64_t(blocks_per_sm) * sm_count;
   const std::int64_t units = outer ? std::int64_t(g.grid_x) : std::max<std::int64_t>(m, 1);
   std::int64_t parts = 1;
-  double best = -1;
   if (state_bytes > kLightStateBytes) {
     // Heavy states merge in many instructions (the moments: divisions, five words a shuffle; a
     // fused mean and var: six words), and every block runs a tree of them: at most one wave, each
@@ -252,6 +251,7 @@ void balance_parts(ReductionGeometry& g, const ReductionSpec& s, std::int64_t m,
     // (argmax over (0,) of (1239, 54164) float32 lost 0.71 -> 0.63 of the copy rate).
     parts = std::clamp<std::int64_t>(resident / units, 1, std::int64_t(g.max_parts));
   } else {
+    double best = -1;
     for (const std::int64_t waves : {2, 1, 3, 4}) {
       const std::int64_t p =
           std::clamp<std::int64_t>(waves * resident / units, 1, std::int64_t(g.max_parts));

@@ -128,7 +128,8 @@ TEST_CASE(
   CHECK(g.grid_x == 512);
   codegen::balance_parts(g, s, 256, 5, 132, 8);
   CHECK(g.parts == 5);
-  // More rows than a wave holds: one part each, whatever the state.
+  // Fewer than two blocks a row fit at once (100 rows, 132 resident): one part, whatever the
+  // state.
   g = codegen::reduction_geometry(s, 100, 1 << 24, 0, 132);
   codegen::balance_parts(g, s, 100, 1, 132, 32);
   CHECK(g.parts == 1);
