@@ -90,6 +90,18 @@ ReductionCode composite_reduction(std::span<const ReductionPart> parts,
   for (std::size_t k = 0; k < parts.size(); ++k)
     fmt::format_to(std::back_inserter(c.preamble), " kiln_r{}::_type_reduce v{};", k, k);
   c.preamble += " };\n";
+  // An element folded into a state that holds one folds into each part's state as that part's
+  // type would (the moments' fold skips choosing a shift; the others reduce).
+  c.preamble +=
+      "template <class kiln_F>\n"
+      "__device__ __forceinline__ kiln_multi kiln_fold(const kiln_multi& a, const kiln_multi& b, "
+      "kiln_F) {\n  return kiln_multi{";
+  for (std::size_t k = 0; k < parts.size(); ++k)
+    fmt::format_to(std::back_inserter(c.preamble),
+                   "{}kiln_fold(a.v{}, b.v{}, [](const kiln_r{}::_type_reduce& x, const "
+                   "kiln_r{}::_type_reduce& y) {{ return kiln_r{}::reduce(x, y); }})",
+                   k ? ", " : "", k, k, k, k, k);
+  c.preamble += "};\n}\n";
   c.reduce_type = "kiln_multi";
   bool identity = true;
   for (const auto& p : parts) identity = identity && !p.code.identity.empty();

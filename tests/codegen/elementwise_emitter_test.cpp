@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "kiln/cache/nvrtc_compiler.hpp"
+#include "kiln/codegen/launch_config.hpp"
 #include "kiln/engine/elementwise_kernel.hpp"
 #include "kiln/runtime/error.hpp"
 
@@ -250,6 +251,15 @@ TEST_CASE(
   CHECK(codegen::elementwise_arg(spec, 6).kind == codegen::AbiKind::loop_dims);
   // float32: 4 elements per thread, a [tc][tr + 1] tile with tc <= 256.
   CHECK(codegen::tiled_shared_bytes(spec) == (1024 + 256) * 4);
+  // float16: 8 elements per thread, 16 where both sides move 16-byte units.
+  const std::vector<dtype> halves{float16, float16, float16, float16};
+  auto h = k.make_spec(halves, {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_cols = 8});
+  CHECK(codegen::tiled_elements_per_thread(h) == 8);
+  h = k.make_spec(
+      halves, {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_cols = 8, .unit_rows = 8});
+  CHECK(codegen::tiled_elements_per_thread(h) == 16);
+  CHECK(codegen::tiled_shared_bytes(h) == (4096 + 256) * 2);
+  check_compiles(k, h);
 }
 
 TEST_CASE("kiln_cast compiles for every pair of dtypes", "[codegen]") {

@@ -33,8 +33,9 @@ inline constexpr int kTiledThreads = 256;
 /// The shortest side a tile takes (a shorter axis than this does not tile).
 inline constexpr std::int64_t kMinTileSide = 4;
 /// K, the elements each thread moves per tile (compile time): 4, or 8 for 1- and 2-byte
-/// dtypes (more bytes in flight). More would cost registers, and so occupancy: a tile of
-/// 8 float32 per thread took 56 registers, of 16 float16 184.
+/// dtypes (more bytes in flight), 16 for 2-byte dtypes moved by 16-byte units on both sides
+/// (two units a thread each way). More would cost registers, and so occupancy: a tile of 8
+/// float32 per thread took 56 registers, of 16 float16 one by one 184.
 int tiled_elements_per_thread(const ElementwiseSpec& spec);
 /// Shared elements per staged operand: the largest [tc][tr + 1] tile (tc <= 256).
 int tiled_shared_elements(const ElementwiseSpec& spec);

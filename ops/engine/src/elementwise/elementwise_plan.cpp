@@ -122,6 +122,15 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
       codegen::tiled_units(largest(false, nd - 1), any_staged ? largest(true, nd - 2) : 1);
   spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(units.cols)));
   spec.log2_unit_rows = std::uint8_t(std::countr_zero(unsigned(units.rows)));
+  // The units may set the elements a thread takes (codegen::tiled_elements_per_thread), and so
+  // the tile: its shape again, within shared memory (else units of half the size).
+  if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes) {
+    spec.log2_unit_cols = std::min<std::uint8_t>(spec.log2_unit_cols, 2);
+    spec.log2_unit_rows = std::min<std::uint8_t>(spec.log2_unit_rows, 2);
+  }
+  const std::int64_t rows = plan.shape[nd - 2], cols = plan.shape[nd - 1];
+  plan.tile = codegen::tile_shape(spec, rows, cols);
+  plan.tiles = plan.tile.tiles(c.size / (rows * cols), rows, cols);
 }
 
 // Tiles the loop when an operand is transposed against the last axis: operands that run
