@@ -182,4 +182,8 @@ TEST_CASE("transposed tiles take the shape that pads short axes least; row tiles
   s.params[0].staged = 1;
   auto half = tile_shape(s, 41, 5683);
   CHECK((half.rows == 16 && half.cols == 128));
+  // ... and by 16-byte units on both sides, 16 elements a thread: 64 x 64 tiles of 4096.
+  s.log2_unit_cols = s.log2_unit_rows = 3;
+  auto units = tile_shape(s, 8192, 8192);
+  CHECK((units.rows == 64 && units.cols == 64));
 }

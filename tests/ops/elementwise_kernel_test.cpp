@@ -525,6 +525,11 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
   auto hp =
       plan_of(add, {h6.T(), untouched({4098, 1000}, float16), untouched({4098, 1000}, float16)});
   CHECK((hp.layout == Layout::tiled && hp.unit_cols() == 2 && hp.unit_rows() == 2));
+  // float16 moved by 16-byte units both ways takes 16 elements a thread; smaller units, and
+  // int8's 8-byte units, keep 8.
+  CHECK(codegen::tiled_elements_per_thread(ht) == 16);
+  CHECK(codegen::tiled_elements_per_thread(hp) == 8);
+  CHECK(codegen::tiled_elements_per_thread(bt) == 8);
   // A view one element in is aligned for no unit: it moves one element per access while the
   // aligned operands on the other side keep theirs; odd cols (16677) cost the cols their units,
   // not the staged rows.

@@ -268,6 +268,12 @@ void check_families() {
     const ndarray ct = c.dev.transpose({0, 3, 2, 1});
     const auto e = Base<T>::random(ct.shape());
     check_sub<T>("perm (0, 3, 2, 1)", c, ct, e, e.dev, ct.shape(), whole);
+    // Both tiled axes hold whole 16-byte units (float16: 16 elements a thread), with edge
+    // tiles along both (40 x 72 in 64 x 64 tiles), over a batch axis.
+    const auto wu = Base<T>::random({2, 72, 40});
+    const ndarray wut = wu.dev.transpose({0, 2, 1});
+    const auto wv = Base<T>::random(wut.shape());
+    check_sub<T>("whole units, perm (0, 2, 1)", wu, wut, wv, wv.dev, wut.shape(), whole);
     // Short, odd axes take the tile that pads them least (8 x 128 for 35 x 97 float32), over
     // a batch axis too.
     const auto w = Base<T>::random({3, 97, 35}), z = Base<T>::random({3, 35, 97});
