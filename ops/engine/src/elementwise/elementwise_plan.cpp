@@ -57,26 +57,6 @@ void move_axis(ElementwisePlan& plan, int from, int to) {
   for (int j = 0; j < plan.noperands; ++j) move(plan.strides[std::size_t(j)]);
 }
 
-// Tiles the loop over (axis r, the last axis), r moved next to the last. False (nothing
-// changed) when an axis is too short for a tile, the block size is not the tile's, or the
-// staged tiles would not fit in shared memory.
-bool plan_tiles(const KernelCall& c, ElementwisePlan& plan, int r) {
-  auto& spec = plan.spec;
-  const int nd = plan.shape.size();
-  if (nd < 2 || (c.options.block_size != 0 && c.options.block_size != 256)) return false;
-  if (plan.shape[r] < codegen::kMinTileSide || plan.shape[nd - 1] < codegen::kMinTileSide)
-    return false;
-  if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes) return false;
-  if (r != nd - 2) move_axis(plan, r, nd - 2);
-  spec.layout = Layout::tiled;
-  spec.ndim = std::uint8_t(nd);
-  spec.vector_width = 1;
-  const std::int64_t rows = plan.shape[nd - 2], cols = plan.shape[nd - 1];
-  plan.tile = codegen::tile_shape(spec, rows, cols);
-  plan.tiles = plan.tile.tiles(c.size / (rows * cols), rows, cols);
-  return true;
-}
-
 // Units for a tiled loop of 1- to 4-byte dtypes: direct operands move u elements per access
 // along the cols, staged ones along the rows, u the largest power of two up to
 // codegen::max_tiled_unit where the axis holds whole units and every operand that takes them
@@ -122,15 +102,34 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
       codegen::tiled_units(largest(false, nd - 1), any_staged ? largest(true, nd - 2) : 1);
   spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(units.cols)));
   spec.log2_unit_rows = std::uint8_t(std::countr_zero(unsigned(units.rows)));
-  // The units may set the elements a thread takes (codegen::tiled_elements_per_thread), and so
-  // the tile: its shape again, within shared memory (else units of half the size).
+  // The units may raise the elements a thread takes (codegen::tiled_elements_per_thread), and
+  // so the shared tiles: within shared memory, else units of half the size.
   if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes) {
     spec.log2_unit_cols = std::min<std::uint8_t>(spec.log2_unit_cols, 2);
     spec.log2_unit_rows = std::min<std::uint8_t>(spec.log2_unit_rows, 2);
   }
+}
+
+// Tiles the loop over (axis r, the last axis), r moved next to the last, with its units
+// (they decide the elements a thread takes, and so the tile's shape). False (nothing changed)
+// when an axis is too short for a tile, the block size is not the tile's, or the staged tiles
+// would not fit in shared memory.
+bool plan_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& plan, int r) {
+  auto& spec = plan.spec;
+  const int nd = plan.shape.size();
+  if (nd < 2 || (c.options.block_size != 0 && c.options.block_size != 256)) return false;
+  if (plan.shape[r] < codegen::kMinTileSide || plan.shape[nd - 1] < codegen::kMinTileSide)
+    return false;
+  if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes) return false;
+  if (r != nd - 2) move_axis(plan, r, nd - 2);
+  spec.layout = Layout::tiled;
+  spec.ndim = std::uint8_t(nd);
+  spec.vector_width = 1;
+  plan_tile_units(c, ops, plan);
   const std::int64_t rows = plan.shape[nd - 2], cols = plan.shape[nd - 1];
   plan.tile = codegen::tile_shape(spec, rows, cols);
   plan.tiles = plan.tile.tiles(c.size / (rows * cols), rows, cols);
+  return true;
 }
 
 // Tiles the loop when an operand is transposed against the last axis: operands that run
@@ -148,10 +147,7 @@ bool plan_transposed(const KernelCall& c, const Operands& ops, ElementwisePlan& 
     spec.params[std::size_t(k)].staged =
         std::uint8_t(st[r] != 0 && std::abs(st[r]) < std::abs(st[nd - 1]));
   }
-  if (plan_tiles(c, plan, r)) {
-    plan_tile_units(c, ops, plan);
-    return true;
-  }
+  if (plan_tiles(c, ops, plan, r)) return true;
   for (int k = 0; k < c.nparams; ++k) spec.params[std::size_t(k)].staged = 0;
   return false;
 }
@@ -317,9 +313,7 @@ bool plan_row_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& p
   const std::int64_t padded = (rows + tile.rows - 1) / tile.rows * tile.rows *
                               ((cols + tile.cols - 1) / tile.cols * tile.cols);
   if (10 * rows * cols < 9 * padded) return false;
-  if (!plan_tiles(c, plan, nd - 2)) return false;
-  plan_tile_units(c, ops, plan);
-  return true;
+  return plan_tiles(c, ops, plan, nd - 2);
 }
 
 // Elements per vector of a strided loop, along its last axis (which must hold whole vectors,
