@@ -372,8 +372,8 @@ void check_families() {
     check_sub<T>("transposed output from an odd offset", b, b.dev, a,
                  a.dev(slice(1, std::nullopt), slice(1, std::nullopt)).T(), {302, 47},
                  [](const ndarray& o) { return o(slice(2, std::nullopt), slice(3, 47)).T(); });
-    // Two outputs, the second transposed against the first (staged, its units in windows down
-    // odd rows from an odd offset): each checked against the host.
+    // Two outputs, the second transposed against the first: the loop follows the first, so the
+    // second is staged and stored down odd rows from an odd offset. Each checked on the host.
     static const ElementwiseKernel two("T x, T y", "T z, T t", "z = x - y; t = x - y",
                                        "layouts_two_outputs");
     {
@@ -383,7 +383,9 @@ void check_families() {
       const ndarray z_out = zb.dev(all, slice(3, 203));
       const ndarray xs = x.dev(slice(3, std::nullopt), slice(5, 76)).T();  // (71, 200)
       const auto yb = Base<T>::random({71, 200});
-      auto op = [](const std::vector<Store<T>>& g, std::int64_t) { return host_sub<T>(g[0], g[1]); };
+      auto op = [](const std::vector<Store<T>>& g, std::int64_t) {
+        return host_sub<T>(g[0], g[1]);
+      };
       check_case<T>("two outputs: z", {{&x, xs}, {&yb, yb.dev}}, zb, z_out, op,
                     [&] { two(xs, yb.dev, z_out, t_out); });
       check_case<T>("two outputs: t, transposed", {{&x, xs}, {&yb, yb.dev}}, tb, t_out, op,
