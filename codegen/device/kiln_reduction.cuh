@@ -63,20 +63,18 @@ __device__ __forceinline__ void kiln_row_load(kiln_V (&kiln_dst)[kiln_w], const 
     kiln_load<kiln_w>(kiln_dst, reinterpret_cast<const kiln_V*>(kiln_row) + kiln_e);
   }
 }
-// A column row's element kiln_e (kRowColumns: vectors of one element, any step in bytes).
+// Column rows (kRowColumns) at position kiln_e, any step in bytes: the kiln_w elements of
+// kiln_w adjacent rows (a lane group takes kiln_w rows next to each other in memory), one
+// access of kiln_w elements.
 template <int kiln_w, class kiln_V, class kiln_I>
 __device__ __forceinline__ void kiln_column_load(kiln_V (&kiln_dst)[kiln_w], const char* kiln_row,
                                                  kiln_I kiln_e, kiln_I kiln_step) {
-#pragma unroll
-  for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k)
-    kiln_dst[kiln_k] = *reinterpret_cast<const kiln_V*>(kiln_row + (kiln_e + kiln_k) * kiln_step);
+  kiln_load<kiln_w>(kiln_dst, reinterpret_cast<const kiln_V*>(kiln_row + kiln_e * kiln_step));
 }
 template <int kiln_w, class kiln_V, class kiln_I>
 __device__ __forceinline__ void kiln_column_store(char* kiln_row, kiln_I kiln_e, kiln_I kiln_step,
                                                   const kiln_V (&kiln_src)[kiln_w]) {
-#pragma unroll
-  for (int kiln_k = 0; kiln_k < kiln_w; ++kiln_k)
-    *reinterpret_cast<kiln_V*>(kiln_row + (kiln_e + kiln_k) * kiln_step) = kiln_src[kiln_k];
+  kiln_store<kiln_w>(reinterpret_cast<kiln_V*>(kiln_row + kiln_e * kiln_step), kiln_src);
 }
 // A held row's vector of kiln_b bytes (4, 8 or 16) copied from global to shared memory with
 // no registers in between (cp.async, sm_80 on), so that all of a thread's copies are in flight

@@ -40,6 +40,12 @@ struct Emit {
     return !streamed() && is_array(j) && __builtin_popcount(u) > 1;
   }
   bool columns() const { return s.group == kRowColumns; }
+  // Column rows taken vector_width at a time (kRowColumns with vector_width > 1): a lane group
+  // holds that many adjacent rows, element kiln_k of a vector being row kiln_k's, so each
+  // reduction keeps a state per row and every position along the rows is one element.
+  bool across() const { return columns() && vw() > 1; }
+  // Elements a vector moves along the row: the vector's width, one for rows taken across.
+  int along() const { return across() ? 1 : vw(); }
   bool shifted() const { return s.shifted != 0; }
   // Where a row's windows end: its elements, past its shift (kiln_h) when shifted.
   std::string_view end() const { return shifted() ? "kiln_end" : "kiln_uidx(kiln_n)"; }
@@ -154,8 +160,10 @@ struct Emit {
       int widest = 1;
       for (int k = 0; k < s.nparams; ++k)
         if (is_array(k)) widest = std::max(widest, int(s.param_dtype(k).itemsize()));
-      w.line("extern \"C\" __global__ void __launch_bounds__(256, {}) {}(",
-             int(s.items) * widest / 4 <= 8 ? 8 : 4, def.name);
+      // Rows taken across count the words of all their rows (at most 32: 8 float4 a lane).
+      const int words = int(s.items) * vw() * widest / 4;
+      w.line("extern \"C\" __global__ void __launch_bounds__(256, {}) {}(", words <= 8 ? 8 : 4,
+             def.name);
     } else if (s.wide) {
       w.line("extern \"C\" __global__ void __launch_bounds__({}, 2) {}(", kMaxRowLanes, def.name);
     } else {
@@ -230,7 +238,7 @@ struct Emit {
       w.line("#pragma unroll");
       w.line("{}for (int kiln_i = 0; kiln_i < {}; ++kiln_i) {{", ind, int(s.items));
       w.line("{}  const kiln_uidx kiln_e0 = (kiln_uidx(kiln_i) * kiln_lanes + kiln_t) * {};", ind,
-             vw());
+             along());
       w.line("{}  if (kiln_live && kiln_e0 < {}) {{", ind, end());
       for (int j = 0; j < def.nin; ++j)
         if (is_array(j) && !cached(j) && reads(j, use))
@@ -280,6 +288,14 @@ struct Emit {
         w.line("{}      const {} {} = kiln_{}_{}{}[kiln_k];", ind, ctype(j), param(j).name,
                cached(j) ? "c" : "u", j, cached(j) || streamed() ? "[kiln_i]" : "");
     }
+    if (across()) {
+      // Each element is its own row's: the results of the phases before, that row's.
+      const int p = use == kRowOutputsUse ? def.nphases : __builtin_ctz(use);
+      for (std::size_t r = 0; r < def.reductions.size(); ++r)
+        if (def.reductions[r].phase < p)
+          w.line("{}      [[maybe_unused]] const kiln_r{}::U in{} = kiln_y{}[kiln_k];", ind, r,
+                 def.nin + int(r), r);
+    }
     body(ind + "      ", At::each);
     w.line("{}    }}", ind);
     body(ind + "    ", At::after);
@@ -292,12 +308,22 @@ struct Emit {
     const auto& reds = def.reductions;
     for (std::size_t r = 0; r < reds.size(); ++r) {
       if (reds[r].phase != p) continue;
-      w.line("{}kiln_r{}::acc kiln_a{} = kiln_r{}::init();", ind, r, r, r);
+      if (across()) {
+        w.line("{}kiln_r{}::acc kiln_a{}[{}];", ind, r, r, vw());
+        w.line("#pragma unroll");
+        w.line("{}for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_a{}[kiln_k] = kiln_r{}::init();",
+               ind, vw(), r, r);
+      } else {
+        w.line("{}kiln_r{}::acc kiln_a{} = kiln_r{}::init();", ind, r, r, r);
+      }
       if (keeps(r) && kept_into(r) < 0)
         w.line("{}kiln_r{}::T kiln_x{}[{}][{}];", ind, r, r, int(s.items), vw());
     }
     const std::string_view guard = shifted() ? "if (kiln_ok) " : "";
-    const std::string_view position = shifted() ? "kiln_ei" : "(kiln_e0 + kiln_k)";
+    const std::string_view position = shifted()  ? "kiln_ei"
+                                      : across() ? "kiln_e0"
+                                                 : "(kiln_e0 + kiln_k)";
+    const std::string_view k = across() ? "[kiln_k]" : "";
     element_loop(ind, phase_use(p), [&](const std::string& in, At at) {
       if (at != At::each) return;
       for (std::size_t r = 0; r < reds.size(); ++r) {
@@ -305,11 +331,11 @@ struct Emit {
         if (keeps(r)) {
           const std::string kept = kept_value(r);
           w.line("{}{} = {};", in, kept, reds[r].input);
-          w.line("{}{}kiln_r{}::add(kiln_a{}, kiln_r{}::map({}, (long long){}));", in, guard, r, r,
-                 r, kept, position);
+          w.line("{}{}kiln_r{}::add(kiln_a{}{}, kiln_r{}::map({}, (long long){}));", in, guard, r,
+                 r, k, r, kept, position);
         } else {
-          w.line("{}{}kiln_r{}::add(kiln_a{}, kiln_r{}::map({}, (long long){}));", in, guard, r, r,
-                 r, reds[r].input, position);
+          w.line("{}{}kiln_r{}::add(kiln_a{}{}, kiln_r{}::map({}, (long long){}));", in, guard, r,
+                 r, k, r, reds[r].input, position);
         }
       }
     });
@@ -320,7 +346,32 @@ struct Emit {
       for (std::size_t r = 0; r < reds.size(); ++r)
         if (reds[r].phase == p) f(r);
     };
-    // Trees as loops (not unrolled): the same speed here, and far less code for NVRTC.
+    // Trees as loops (not unrolled): the same speed here, and far less code for NVRTC. Rows
+    // taken across: a tree per row, each lane group's shuffles for all of them.
+    if (across()) {
+      each([&](std::size_t r) {
+        w.line("#pragma unroll");
+        w.line("{}for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", ind, vw());
+        w.line("#pragma unroll 1");
+        w.line("{}  for (int kiln_d = int(kiln_lanes) >> 1; kiln_d > 0; kiln_d >>= 1)", ind);
+        w.line(
+            "{}    kiln_r{}::combine(kiln_a{}[kiln_k], kiln_shfl_down(kiln_a{}[kiln_k], kiln_d, "
+            "int(kiln_lanes)));",
+            ind, r, r, r);
+        w.line("{}  kiln_a{}[kiln_k] = kiln_shfl_first(kiln_a{}[kiln_k], int(kiln_lanes));", ind, r,
+               r);
+        w.line("{}}}", ind);
+        const std::string ddof =
+            reds[r].ddof >= 0 ? fmt::format("(long long){}", param(reds[r].ddof).name) : "0";
+        w.line("{}kiln_r{}::U kiln_y{}[{}];", ind, r, r, vw());
+        w.line("#pragma unroll");
+        w.line("{}for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", ind, vw());
+        w.line(
+            "{}  kiln_r{}::post(kiln_a{}[kiln_k].v, kiln_y{}[kiln_k], {}, (long long)kiln_n, 1);",
+            ind, r, r, r, ddof);
+      });
+      return;
+    }
     each([&](std::size_t r) {
       w.line("#pragma unroll 1");
       w.line("{}for (int kiln_d = {}; kiln_d > 0; kiln_d >>= 1)", ind,
@@ -474,7 +525,7 @@ struct Emit {
       w.line("#pragma unroll");
       w.line("    for (int kiln_i = 0; kiln_i < {}; ++kiln_i) {{", int(s.items));
       w.line("      const kiln_uidx kiln_e0 = (kiln_uidx(kiln_i) * kiln_lanes + kiln_t) * {};",
-             vw());
+             along());
       w.line("      if (kiln_live && kiln_e0 < {})", end());
       w.line("        {}", load_line(j, fmt::format("kiln_c_{}[kiln_i]", j), false));
       w.line("    }}");

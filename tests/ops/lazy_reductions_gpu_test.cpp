@@ -394,6 +394,105 @@ TEST_CASE("rows along an outer axis (lane groups along strided rows) match the h
   }
 }
 
+TEST_CASE("rows along an outer axis taken across (adjacent rows a lane group) match the host",
+          "[ops][gpu]") {
+  // The CPU planner test gives these shapes' plans: four, eight, sixteen, two rows a group.
+  SECTION("softmax over 21 channels, four float32 rows a group of 4 lanes of 8") {
+    const Shape shape{4, 21, 16, 36};
+    std::vector<float> h;
+    const ndarray a = random_f32(shape, h, -20, 20);
+    const auto x = lazy(a);
+    ndarray y = poisoned(shape, float32);
+    eval_into(exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true), y);
+    CHECK(mismatches(y, host_column_softmax(h, 4, 21, 16 * 36, false), 2e-7, 2e-5) == 0);
+  }
+  SECTION("standardizing over 32 channels (4 lanes of 8), the last block partial") {
+    const Shape shape{3, 32, 5, 44};
+    std::vector<float> h;
+    const ndarray a = random_f32(shape, h);
+    const auto x = lazy(a);
+    ndarray y = poisoned(shape, float32);
+    eval_into((x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5), y);
+    CHECK(mismatches(y, host_column_norm(h, 3, 32, 5 * 44), 1e-4, 1e-4) == 0);
+  }
+  SECTION("log-softmax over 8 channels in place, four rows on one lane") {
+    std::vector<float> h;
+    ndarray a = random_f32({2, 8, 6, 10}, h, -30, 30);
+    const auto x = lazy(a);
+    auto s = x - max(x, 1, true);
+    eval_into(s - log(sum(exp(s), 1, true)), a);  // each lane reads its elements before writing
+    CHECK(mismatches(a, host_column_softmax(h, 2, 8, 60, true), 1e-5, 1e-5) == 0);
+  }
+  SECTION("float16 softmax over 24 channels, eight rows a group, computed in float32") {
+    const Shape shape{2, 24, 4, 16};
+    std::vector<float> hh;
+    const ndarray ah = random_f16(shape, hh);
+    const auto x = lazy(ah);
+    ndarray y = poisoned(shape, float16);
+    eval_into(exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true), y);
+    CHECK(mismatches<half>(y, host_column_softmax(hh, 2, 24, 64, false), 2e-3, 2e-3) == 0);
+  }
+  SECTION("int32 rows less their channel maximum, four rows a group") {
+    const Shape shape{3, 7, 2, 20};
+    std::vector<std::int32_t> h(std::size_t(shape_size(shape)));
+    for (std::size_t k = 0; k < h.size(); ++k) h[k] = std::int32_t((k * 2654435761u) % 2001) - 1000;
+    const ndarray a = asarray(h, shape);
+    const auto x = lazy(a);
+    ndarray y = poisoned(shape, int32);
+    eval_into(x - max(x, 1, true), y);
+    std::vector<double> want(h.size());
+    for (std::int64_t n = 0; n < 3; ++n)
+      for (std::int64_t p = 0; p < 40; ++p) {
+        auto at = [&](std::int64_t c) { return std::size_t((n * 7 + c) * 40 + p); };
+        std::int32_t m = h[at(0)];
+        for (std::int64_t c = 1; c < 7; ++c) m = std::max(m, h[at(c)]);
+        for (std::int64_t c = 0; c < 7; ++c) want[at(c)] = double(h[at(c)] - m);
+      }
+    CHECK(mismatches<std::int32_t>(y, want, 0, 0) == 0);
+  }
+  SECTION("uint8 rows less their channel minimum, sixteen rows a group") {
+    const Shape shape{2, 9, 4, 16};
+    std::vector<std::uint8_t> h(std::size_t(shape_size(shape)));
+    for (std::size_t k = 0; k < h.size(); ++k) h[k] = std::uint8_t((k * 2654435761u) >> 7);
+    const ndarray a = asarray(h, shape);
+    const auto x = lazy(a);
+    ndarray y = poisoned(shape, uint8);
+    eval_into(x - min(x, 1, true), y);
+    std::vector<double> want(h.size());
+    for (std::int64_t n = 0; n < 2; ++n)
+      for (std::int64_t p = 0; p < 64; ++p) {
+        auto at = [&](std::int64_t c) { return std::size_t((n * 9 + c) * 64 + p); };
+        std::uint8_t m = h[at(0)];
+        for (std::int64_t c = 1; c < 9; ++c) m = std::min(m, h[at(c)]);
+        for (std::int64_t c = 0; c < 9; ++c) want[at(c)] = double(h[at(c)] - m);
+      }
+    CHECK(mismatches<std::uint8_t>(y, want, 0, 0) == 0);
+  }
+  SECTION("views whose groups align for pairs only: two rows a group, the poison kept") {
+    // Rows of 34 floats, 32 of them in the view: a group of four would straddle 16 bytes.
+    const Shape base{2, 21, 8, 34}, shape{2, 21, 8, 32};
+    std::vector<float> hb;
+    const ndarray wide = random_f32(base, hb);
+    std::vector<float> h;
+    for (std::int64_t r = 0; r < 2 * 21 * 8; ++r)
+      for (std::int64_t c = 0; c < 32; ++c) h.push_back(hb[std::size_t(r * 34 + c)]);
+    const auto x = lazy(wide(all, all, all, slice(0, 32)));
+    ndarray out = poisoned(base, float32);
+    ndarray y = out(all, all, all, slice(0, 32));
+    eval_into(exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true), y);
+    CHECK(mismatches(copy(y), host_column_softmax(h, 2, 21, 8 * 32, false), 2e-7, 2e-5) == 0);
+    const auto all_out = out.get<float>();
+    std::size_t kept = 0;
+    for (std::size_t r = 0; r < std::size_t(2 * 21 * 8); ++r)
+      for (std::size_t c = 32; c < 34; ++c) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &all_out[r * 34 + c], sizeof bits);
+        kept += bits == 0x5A5A5A5Au ? 1 : 0;  // kiln::test::kPoison in every byte
+      }
+    CHECK(kept == std::size_t(2 * 21 * 8 * 2));
+  }
+}
+
 TEST_CASE("kiln::fuse runs softmax and layer norm written with NumPy's functions", "[ops][gpu]") {
   const Shape shape{512, 1024};
   std::vector<float> h, hg, hb;

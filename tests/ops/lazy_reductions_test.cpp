@@ -362,21 +362,39 @@ TEST_CASE("shifted rows compile for sm_90 on every row shape", "[ops]") {
 
 TEST_CASE("rows along an outer axis plan as columns, lane groups along the strided rows", "[ops]") {
   detail::RowPlan p;
-  // Channel softmax of NCHW with 21 classes: rows strided by H * W, 2 lanes a row of 16
-  // elements each (the fewest lanes holding at most 16), 128 rows a block on adjacent lane
-  // groups (H, W merged).
+  // Channel softmax of NCHW with 21 classes: rows strided by H * W, taken across, four
+  // adjacent rows a lane group (a float4 holds an element of each), 4 lanes a group of 8
+  // elements each (the fewest lanes holding at most 8), 64 groups a block (H, W merged).
   const Shape nchw{32, 21, 256, 256};
   REQUIRE(plan(nchw, 0b0010, {no_memory(nchw, float32), no_memory(nchw, float32)}, 1, p));
   CHECK(p.spec.group == codegen::kRowColumns);
-  CHECK(p.spec.vector_width == 1);
-  CHECK(p.spec.items == 16);
+  CHECK(p.spec.vector_width == 4);
+  CHECK(p.spec.items == 8);
   CHECK(p.spec.shared == 0);
-  CHECK(p.lanes == 2);
-  CHECK(p.rows_per_block == 128);
+  CHECK(p.lanes == 4);
+  CHECK(p.rows_per_block == 64);
   CHECK(p.n == 21);
-  CHECK(p.m == 32 * 256 * 256);
+  CHECK(p.m == 32 * 256 * 256 / 4);  // groups of four rows
+  CHECK(p.dims[1] == 256 * 256 / 4);
+  CHECK(p.strides[0][1] == 16);             // from a group to the next
   CHECK(p.strides[0][2] == 256 * 256 * 4);  // the row's step, in bytes
-  CHECK(p.grid == std::uint32_t(32 * 256 * 256 / 128));
+  CHECK(p.grid == std::uint32_t(32 * 256 * 256 / 4 / 64));
+  // Planes of an odd size hold no groups: one row a lane group, 2 lanes of 16.
+  const Shape odd{32, 21, 255, 255};
+  REQUIRE(plan(odd, 0b0010, {no_memory(odd, float32), no_memory(odd, float32)}, 1, p));
+  CHECK(p.spec.group == codegen::kRowColumns);
+  CHECK((p.spec.vector_width == 1 && p.spec.items == 16 && p.lanes == 2));
+  CHECK(p.m == 32 * 255 * 255);
+  // Groups of four that memory does not align (rows of 257 floats, one element in) take
+  // pairs where the pairs align, and single rows where nothing does.
+  const ndarray wider = no_memory({32, 21, 256, 258}, float32);
+  REQUIRE(
+      plan(nchw, 0b0010, {wider(all, all, all, slice(0, 256)), no_memory(nchw, float32)}, 1, p));
+  CHECK((p.spec.vector_width == 2 && p.lanes == 4 && p.spec.items == 8));
+  const ndarray odd_rows = no_memory({32, 21, 256, 257}, float32);
+  REQUIRE(plan(nchw, 0b0010,
+               {odd_rows(all, all, all, slice(1, std::nullopt)), no_memory(nchw, float32)}, 1, p));
+  CHECK(p.spec.vector_width == 1);
   // A per-channel weight (1, C, 1, 1) steps along the row and not across rows.
   const Shape w{1, 21, 1, 1};
   REQUIRE(plan(nchw, 0b0010,
@@ -389,20 +407,22 @@ TEST_CASE("rows along an outer axis plan as columns, lane groups along the strid
       plan({5, 1000}, 0b01, {no_memory({5, 1000}, float64), no_memory({5, 1000}, float64)}, 1, p));
   CHECK(p.spec.group == codegen::kRowColumns);
   CHECK((p.spec.items == 8 && p.lanes == 1));
-  // Lanes go up to the itemsize (a warp's access then reads runs of a sector or more): 48
-  // float32 take 4 lanes of 16, 100 float64 8 lanes of 16; 65 float32 or 40 float16 (2 lanes)
-  // would need more than 16 a lane, and rows whose neighbours are not adjacent in memory
-  // (every other column) do not plan either: the passes take them.
+  // Rows taken across hold up to 8 elements a lane on up to 4 lanes (32 channels); past that
+  // one row a group: lanes up to the itemsize (a warp's access then reads runs of a sector or
+  // more), 48 float32 take 4 lanes of 16, 100 float64 8 lanes of 16; 65 float32 or 40 float16
+  // (2 lanes) would need more than 16 a lane, and rows whose neighbours are not adjacent in
+  // memory (every other column) do not plan either: the passes take them.
   REQUIRE(plan({8, 48, 64}, 0b010,
                {no_memory({8, 48, 64}, float32), no_memory({8, 48, 64}, float32)}, 1, p));
-  CHECK((p.spec.group == codegen::kRowColumns && p.spec.items == 16 && p.lanes == 4));
-  REQUIRE(plan({8, 100, 64}, 0b010,
-               {no_memory({8, 100, 64}, float64), no_memory({8, 100, 64}, float64)}, 1, p));
-  CHECK((p.spec.items == 16 && p.lanes == 8));
-  CHECK_FALSE(plan({8, 65, 64}, 0b010,
-                   {no_memory({8, 65, 64}, float32), no_memory({8, 65, 64}, float32)}, 1, p));
+  CHECK((p.spec.group == codegen::kRowColumns && p.spec.items == 16 && p.lanes == 4 &&
+         p.spec.vector_width == 1));
   CHECK_FALSE(plan({8, 40, 64}, 0b010,
                    {no_memory({8, 40, 64}, float16), no_memory({8, 40, 64}, float16)}, 1, p));
+  REQUIRE(plan({8, 100, 64}, 0b010,
+               {no_memory({8, 100, 64}, float64), no_memory({8, 100, 64}, float64)}, 1, p));
+  CHECK((p.spec.items == 16 && p.lanes == 8 && p.spec.vector_width == 1));
+  CHECK_FALSE(plan({8, 65, 64}, 0b010,
+                   {no_memory({8, 65, 64}, float32), no_memory({8, 65, 64}, float32)}, 1, p));
   // The GPU test's shapes take each lane count: 1, 2, 4 and 8.
   auto lanes_of = [&](const Shape& s, dtype t) {
     return plan(s, 0b010, {no_memory(s, t), no_memory(s, t)}, 1, p) &&
@@ -414,6 +434,25 @@ TEST_CASE("rows along an outer axis plan as columns, lane groups along the strid
   CHECK(lanes_of({4, 32, 153}, float32) == 2);
   CHECK(lanes_of({3, 64, 205}, float32) == 4);
   CHECK(lanes_of({2, 100, 23}, float64) == 8);
+  // The GPU test of rows taken across: its shapes take four, eight and sixteen rows a group
+  // (float64 one: 8-byte dtypes never go across).
+  auto rows_of = [&](const Shape& s, dtype t) {
+    return plan(s, 0b0010, {no_memory(s, t), no_memory(s, t)}, 1, p) &&
+                   p.spec.group == codegen::kRowColumns
+               ? p.spec.vector_width
+               : 0;
+  };
+  CHECK(rows_of({4, 21, 16, 36}, float32) == 4);
+  CHECK(rows_of({3, 32, 5, 44}, float32) == 4);
+  CHECK(rows_of({2, 8, 6, 10}, float32) == 4);
+  CHECK(rows_of({2, 8, 6, 10}, float64) == 1);
+  CHECK(rows_of({2, 24, 4, 16}, float16) == 8);
+  CHECK(rows_of({2, 9, 4, 16}, uint8) == 16);
+  CHECK(rows_of({3, 7, 2, 20}, int32) == 4);
+  const ndarray rows34 = no_memory({2, 21, 8, 34}, float32);
+  REQUIRE(plan({2, 21, 8, 32}, 0b0010,
+               {rows34(all, all, all, slice(0, 32)), rows34(all, all, all, slice(0, 32))}, 1, p));
+  CHECK((p.spec.group == codegen::kRowColumns && p.spec.vector_width == 2));
   // Channels read backwards (a negative step) are columns too.
   const ndarray fwd = no_memory({3, 10, 222}, float32);
   REQUIRE(plan({3, 10, 222}, 0b010,
@@ -439,7 +478,35 @@ TEST_CASE("rows along an outer axis plan as columns, lane groups along the strid
       CHECK_NOTHROW(cache::compile_cached(req));
     }
   }
-  CHECK(columns == 5);  // 1, 2, 4, 8, 16 elements a lane
+  CHECK(columns == 13);  // 1 to 16 elements a lane of one row, 1 to 8 of two or four rows
+  // Rows taken across in every dtype class the planner gives them (not complex), with a
+  // ddof and two phases (standardizing) and with an integer maximum: every width compiles.
+  for (dtype t : {float16, float32, int32, int8, bool_}) {
+    const auto xt = lazy(no_memory({4, 21, 16, 32}, t));
+    const expr e = t.is_floating() ? expr((xt - mean(xt, 1, true)) / sqrt(var(xt, 1, true) + 1e-5))
+                   : t == bool_    ? expr(xt == max(xt, 1, true))
+                                   : expr(xt - max(xt, 1, true));
+    const RowKernel* kt = aot::row_kernel(e);
+    REQUIRE(kt);
+    int across = 0;
+    for (const auto& sp : kt->specs(row_target(e, e.dtype()))) {
+      if (sp.group != codegen::kRowColumns || sp.vector_width == 1 || sp.items != 8) continue;
+      ++across;
+      const auto req = kt->compile_request(sp, 90);
+      INFO(t.name() << " " << int(sp.vector_width) << "\n" << req.source);
+      CHECK_NOTHROW(cache::compile_cached(req));
+    }
+    CHECK(across == int(std::log2(16 / t.itemsize())));  // widths 16 bytes / itemsize down to 2
+  }
+  // 8-byte and complex dtypes take one row a group only.
+  for (dtype t : {float64, complex64}) {
+    const auto xt = lazy(no_memory({4, 21, 16, 32}, t));
+    const expr e = xt - mean(xt, 1, true);
+    const RowKernel* kt = aot::row_kernel(e);
+    REQUIRE(kt);
+    for (const auto& sp : kt->specs(row_target(e, e.dtype())))
+      CHECK((sp.group != codegen::kRowColumns || sp.vector_width == 1));
+  }
 }
 
 TEST_CASE("reductions evaluated together compile as one multi-output reduction kernel", "[ops]") {

@@ -36,15 +36,18 @@ inline constexpr int kMaxRowLanes = 512;
 inline constexpr std::uint8_t kRowBlock = 0;
 /// blockDim.x (<= 32) lanes per row, blockDim.y rows per block (256 threads).
 inline constexpr std::uint8_t kRowLaneGroup = 1;
-/// As kRowLaneGroup (blockDim.x lanes a row, here up to 8), rows strided along memory (a
-/// reduction along an outer axis, rows on adjacent groups): each element read and written
-/// alone with the row's step (vector_width 1).
+/// As kRowLaneGroup (blockDim.x lanes a group, here up to 8), rows strided along memory (a
+/// reduction along an outer axis, rows on adjacent groups), read and written with the row's
+/// step: vector_width 1, one row a group, each element alone; vector_width > 1 (rows taken
+/// across), that many adjacent rows a group, one access of a vector holding an element of each
+/// (the plan's kept innermost dim counts groups, its steps a group's vector).
 inline constexpr std::uint8_t kRowColumns = 2;
 
 struct RowSpec {
   std::uint8_t out_ndim = 1;      // collapsed output (kept) dims, >= 1
   std::uint8_t index_bits = 32;   // 32 or 64
-  std::uint8_t vector_width = 1;  // elements per load and store along the row
+  std::uint8_t vector_width = 1;  // elements per load and store along the row (kRowColumns:
+                                  // across adjacent rows)
   std::uint8_t items = 1;         // vectors per thread: 1, 2, 4 or 8; 0: streamed, a row of
                                   // any length, re-read by each phase (wide blocks only)
   std::uint8_t group = 1;         // kRowLaneGroup, kRowBlock or kRowColumns (below)

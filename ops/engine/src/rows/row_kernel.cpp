@@ -147,19 +147,25 @@ std::vector<codegen::RowSpec> RowKernel::specs(const aot_target& t) const {
               s.shared = std::uint8_t(shape == 3);
               out.push_back(s);
             }
-  // Columns (lane groups along strided rows): one element per access, up to kColumnItems
-  // elements a lane in powers of two.
+  // Columns (lane groups along strided rows): one row a group, an element per access, up to
+  // kColumnItems elements a lane in powers of two; or vectors of adjacent rows a group (up to
+  // 16 bytes; dtypes of at most 4 bytes, not complex), up to kAcrossItems a lane.
+  std::vector<int> column_widths{1};
+  if (!complex && widest <= 4)
+    for (int vw = int(16 / widest); vw >= 2; vw /= 2) column_widths.push_back(vw);
   for (int bits : t.index64 ? std::vector<int>{32, 64} : std::vector<int>{32})
     for (int od = 1; od <= t.max_ndim; ++od)
-      for (int items = 1; items <= detail::kColumnItems; items *= 2) {
-        codegen::RowSpec s = base;
-        s.index_bits = std::uint8_t(bits);
-        s.out_ndim = std::uint8_t(od);
-        s.vector_width = 1;
-        s.items = std::uint8_t(items);
-        s.group = codegen::kRowColumns;
-        out.push_back(s);
-      }
+      for (int vw : column_widths)
+        for (int items = 1; items <= detail::kColumnItems; items *= 2) {
+          if (vw > 1 && items > detail::kAcrossItems) continue;
+          codegen::RowSpec s = base;
+          s.index_bits = std::uint8_t(bits);
+          s.out_ndim = std::uint8_t(od);
+          s.vector_width = std::uint8_t(vw);
+          s.items = std::uint8_t(items);
+          s.group = codegen::kRowColumns;
+          out.push_back(s);
+        }
   return out;
 }
 

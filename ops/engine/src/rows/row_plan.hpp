@@ -36,6 +36,9 @@ inline constexpr int kHeldRowItems = 4;
 /// The most elements a lane of a column plan (codegen::kRowColumns) holds: rows of up to 16
 /// elements a lane, up to 4 lanes for float32 (64), 8 for float64 (128), 2 for float16 (32).
 inline constexpr int kColumnItems = 16;
+/// Most elements a lane for column rows taken across (vector_width adjacent rows a lane
+/// group, row_plan.cpp): 8 vectors of 16 bytes a thread at most.
+inline constexpr int kAcrossItems = 8;
 
 /// What the row planner needs to know of the GPU.
 struct RowDevice {
