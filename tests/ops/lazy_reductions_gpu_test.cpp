@@ -468,7 +468,7 @@ TEST_CASE("rows along an outer axis taken across (adjacent rows a lane group) ma
       }
     CHECK(mismatches<std::uint8_t>(y, want, 0, 0) == 0);
   }
-  SECTION("views whose groups align for pairs only: two rows a group, the poison kept") {
+  SECTION("views whose groups align for pairs only - two rows a group, the poison kept") {
     // Rows of 34 floats, 32 of them in the view: a group of four would straddle 16 bytes.
     const Shape base{2, 21, 8, 34}, shape{2, 21, 8, 32};
     std::vector<float> hb;
