@@ -303,6 +303,12 @@ struct Emit {
     w.line("{}}}", ind);
   }
 
+  // Reduction r's ddof as its post takes it: the parameter, or 0.
+  std::string ddof_arg(std::size_t r) const {
+    const int d = def.reductions[r].ddof;
+    return d >= 0 ? fmt::format("(long long){}", param(d).name) : "0";
+  }
+
   void phase(int p) {
     const char* ind = "    ";
     const auto& reds = def.reductions;
@@ -361,14 +367,12 @@ struct Emit {
         w.line("{}  kiln_a{}[kiln_k] = kiln_shfl_first(kiln_a{}[kiln_k], int(kiln_lanes));", ind, r,
                r);
         w.line("{}}}", ind);
-        const std::string ddof =
-            reds[r].ddof >= 0 ? fmt::format("(long long){}", param(reds[r].ddof).name) : "0";
         w.line("{}kiln_r{}::U kiln_y{}[{}];", ind, r, r, vw());
         w.line("#pragma unroll");
         w.line("{}for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", ind, vw());
         w.line(
             "{}  kiln_r{}::post(kiln_a{}[kiln_k].v, kiln_y{}[kiln_k], {}, (long long)kiln_n, 1);",
-            ind, r, r, r, ddof);
+            ind, r, r, r, ddof_arg(r));
       });
       return;
     }
@@ -403,11 +407,9 @@ struct Emit {
       each([&](std::size_t r) { w.line("{}kiln_a{} = kiln_sm{}[32];", ind, r, r); });
     }
     each([&](std::size_t r) {
-      const std::string ddof =
-          reds[r].ddof >= 0 ? fmt::format("(long long){}", param(reds[r].ddof).name) : "0";
       w.line("{}kiln_r{}::U kiln_y{};", ind, r, r);
       w.line("{}kiln_r{}::post(kiln_a{}.v, kiln_y{}, {}, (long long)kiln_n, 1);", ind, r, r, r,
-             ddof);
+             ddof_arg(r));
       w.line("{}const kiln_r{}::U in{} = kiln_y{};", ind, r, def.nin + int(r), r);
     });
   }

@@ -329,6 +329,30 @@ std::vector<double> host_column_norm(const std::vector<float>& h, std::int64_t N
   return out;
 }
 
+// Integers of `shape` from value(k) of each flat index k, on the device and in `host`.
+template <class T, class Value>
+ndarray column_integers(const Shape& shape, std::vector<T>& host, Value value) {
+  host.resize(std::size_t(shape_size(shape)));
+  for (std::size_t k = 0; k < host.size(); ++k) host[k] = value(k);
+  return asarray(host, shape);
+}
+
+// x less its maximum (or minimum) over axis 1 of (N, C, P) integers, exact in double.
+template <class T>
+std::vector<double> host_column_less_extreme(const std::vector<T>& h, std::int64_t N,
+                                             std::int64_t C, std::int64_t P, bool largest) {
+  std::vector<double> out(h.size());
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t p = 0; p < P; ++p) {
+      auto at = [&](std::int64_t c) { return std::size_t((n * C + c) * P + p); };
+      T m = h[at(0)];
+      for (std::int64_t c = 1; c < C; ++c)
+        m = largest ? std::max(m, h[at(c)]) : std::min(m, h[at(c)]);
+      for (std::int64_t c = 0; c < C; ++c) out[at(c)] = double(h[at(c)]) - double(m);
+    }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("rows along an outer axis (lane groups along strided rows) match the host",
@@ -433,40 +457,23 @@ TEST_CASE("rows along an outer axis taken across (adjacent rows a lane group) ma
     CHECK(mismatches<half>(y, host_column_softmax(hh, 2, 24, 64, false), 2e-3, 2e-3) == 0);
   }
   SECTION("int32 rows less their channel maximum, four rows a group") {
-    const Shape shape{3, 7, 2, 20};
-    std::vector<std::int32_t> h(std::size_t(shape_size(shape)));
-    for (std::size_t k = 0; k < h.size(); ++k) h[k] = std::int32_t((k * 2654435761u) % 2001) - 1000;
-    const ndarray a = asarray(h, shape);
+    std::vector<std::int32_t> h;
+    const ndarray a = column_integers({3, 7, 2, 20}, h, [](std::size_t k) {
+      return std::int32_t((k * 2654435761u) % 2001) - 1000;
+    });
     const auto x = lazy(a);
-    ndarray y = poisoned(shape, int32);
+    ndarray y = poisoned(a.shape(), int32);
     eval_into(x - max(x, 1, true), y);
-    std::vector<double> want(h.size());
-    for (std::int64_t n = 0; n < 3; ++n)
-      for (std::int64_t p = 0; p < 40; ++p) {
-        auto at = [&](std::int64_t c) { return std::size_t((n * 7 + c) * 40 + p); };
-        std::int32_t m = h[at(0)];
-        for (std::int64_t c = 1; c < 7; ++c) m = std::max(m, h[at(c)]);
-        for (std::int64_t c = 0; c < 7; ++c) want[at(c)] = double(h[at(c)] - m);
-      }
-    CHECK(mismatches<std::int32_t>(y, want, 0, 0) == 0);
+    CHECK(mismatches<std::int32_t>(y, host_column_less_extreme(h, 3, 7, 40, true), 0, 0) == 0);
   }
   SECTION("uint8 rows less their channel minimum, sixteen rows a group") {
-    const Shape shape{2, 9, 4, 16};
-    std::vector<std::uint8_t> h(std::size_t(shape_size(shape)));
-    for (std::size_t k = 0; k < h.size(); ++k) h[k] = std::uint8_t((k * 2654435761u) >> 7);
-    const ndarray a = asarray(h, shape);
+    std::vector<std::uint8_t> h;
+    const ndarray a = column_integers(
+        {2, 9, 4, 16}, h, [](std::size_t k) { return std::uint8_t((k * 2654435761u) >> 7); });
     const auto x = lazy(a);
-    ndarray y = poisoned(shape, uint8);
+    ndarray y = poisoned(a.shape(), uint8);
     eval_into(x - min(x, 1, true), y);
-    std::vector<double> want(h.size());
-    for (std::int64_t n = 0; n < 2; ++n)
-      for (std::int64_t p = 0; p < 64; ++p) {
-        auto at = [&](std::int64_t c) { return std::size_t((n * 9 + c) * 64 + p); };
-        std::uint8_t m = h[at(0)];
-        for (std::int64_t c = 1; c < 9; ++c) m = std::min(m, h[at(c)]);
-        for (std::int64_t c = 0; c < 9; ++c) want[at(c)] = double(h[at(c)] - m);
-      }
-    CHECK(mismatches<std::uint8_t>(y, want, 0, 0) == 0);
+    CHECK(mismatches<std::uint8_t>(y, host_column_less_extreme(h, 2, 9, 64, false), 0, 0) == 0);
   }
   SECTION("views whose groups align for pairs only - two rows a group, the poison kept") {
     // Rows of 34 floats, 32 of them in the view: a group of four would straddle 16 bytes.
