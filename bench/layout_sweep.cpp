@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -559,6 +560,11 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
       {std::max<std::int64_t>(1, std::int64_t(32 * scale)), 48, 128, 128}, {1});
   add("log_softmax over axis 1 of (16, 8, 384, 384)", "log_softmax", float64,
       {std::max<std::int64_t>(1, std::int64_t(16 * scale)), 8, 384, 384}, {1});
+  // The same over float16 channels (computed in float32; eight rows taken across a lane group).
+  add("softmax over axis 1 of (64, 21, 256, 256)", "softmax", float16,
+      {std::max<std::int64_t>(1, std::int64_t(64 * scale)), 21, 256, 256}, {1});
+  add("standardize over axis 1 of (64, 16, 256, 256)", "standardize", float16,
+      {std::max<std::int64_t>(1, std::int64_t(64 * scale)), 16, 256, 256}, {1});
 }
 
 // ---------------------------------------------------------------- running
@@ -860,7 +866,9 @@ void run_composite(Case& c, Rng& r, std::uint64_t seed) {
       double want = 0, scale = 1;
       if (c.op == "softmax") {
         want = std::exp(x - mx) / sum_exp;
-        scale = std::max(want, 1e-30);
+        // Relative to the value, down to the dtype's smallest normal: float16 rounds what
+        // falls below it to steps of 6e-8 (NumPy alike).
+        scale = std::max(want, c.type == float16 ? 0x1p-14 : 1e-30);
       } else if (c.op == "log_softmax") {
         want = x - mx - std::log(sum_exp);
         scale = std::max(1.0, std::fabs(want));
@@ -993,15 +1001,42 @@ int main(int argc, char** argv) {
     const std::string a = argv[k];
     if (a == "--quick")
       quick = true;
-    else if (a == "--seed" && k + 1 < argc)
-      seed = std::stoull(argv[++k]);
-    else if (a == "--family" && k + 1 < argc)
+    else if (a == "--seed" && k + 1 < argc) {
+      const std::string v = argv[++k];
+      char* end = nullptr;
+      seed = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || v[0] == '-' || *end != '\0') {
+        std::fprintf(stderr, "layout_sweep: --seed takes a non-negative integer, not '%s'\n",
+                     v.c_str());
+        return 2;
+      }
+    } else if (a == "--family" && k + 1 < argc)
       only = argv[++k];
     else if (a == "--case" && k + 1 < argc)
       named = argv[++k];
-    else if (a == "--compile-check")
-      return compile_check(k + 1 < argc ? std::atoi(argv[k + 1]) : 90);
-    else if (a == "--list")
+    else if (a == "--compile-check") {
+      // ARCH: a compute capability as NVRTC names it (90 for sm_90); anything else is a usage
+      // error, not an architecture 0.
+      int arch = 90;
+      if (k + 1 < argc) {
+        const std::string v = argv[k + 1];
+        char* end = nullptr;
+        const long parsed = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || parsed <= 0 || parsed > 1000) {
+          std::fprintf(stderr,
+                       "layout_sweep: --compile-check takes an architecture such as 90, not '%s'\n",
+                       v.c_str());
+          return 2;
+        }
+        arch = int(parsed);
+      }
+      try {
+        return compile_check(arch);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "layout_sweep: compile check for sm_%d failed: %s\n", arch, e.what());
+        return 1;
+      }
+    } else if (a == "--list")
       list = true;
     else {
       std::fprintf(

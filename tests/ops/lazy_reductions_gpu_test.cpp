@@ -456,6 +456,17 @@ TEST_CASE("rows along an outer axis taken across (adjacent rows a lane group) ma
     eval_into(exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true), y);
     CHECK(mismatches<half>(y, host_column_softmax(hh, 2, 24, 64, false), 2e-3, 2e-3) == 0);
   }
+  SECTION("float16 standardizing over 24 channels, eight rows a group of 4 lanes of 8") {
+    // Eight rows of 8 elements a lane and their moments: past 64 registers (the kernel spills;
+    // results must not change).
+    const Shape shape{3, 24, 4, 24};
+    std::vector<float> hh;
+    const ndarray ah = random_f16(shape, hh);
+    const auto x = lazy(ah);
+    ndarray y = poisoned(shape, float16);
+    eval_into((x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5), y);
+    CHECK(mismatches<half>(y, host_column_norm(hh, 3, 24, 4 * 24), 4e-3, 4e-3) == 0);
+  }
   SECTION("int32 rows less their channel maximum, four rows a group") {
     std::vector<std::int32_t> h;
     const ndarray a = column_integers({3, 7, 2, 20}, h, [](std::size_t k) {

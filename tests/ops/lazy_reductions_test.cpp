@@ -447,6 +447,8 @@ TEST_CASE("rows along an outer axis plan as columns, lane groups along the strid
   CHECK(rows_of({2, 8, 6, 10}, float32) == 4);
   CHECK(rows_of({2, 8, 6, 10}, float64) == 1);
   CHECK(rows_of({2, 24, 4, 16}, float16) == 8);
+  CHECK(rows_of({3, 24, 4, 24}, float16) == 8);  // standardizing, in the GPU test too
+  CHECK((p.lanes == 4 && p.spec.items == 8));
   CHECK(rows_of({2, 9, 4, 16}, uint8) == 16);
   CHECK(rows_of({3, 7, 2, 20}, int32) == 4);
   const ndarray rows34 = no_memory({2, 21, 8, 34}, float32);
