@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -991,6 +992,16 @@ int compile_check(int arch) {
   return 0;
 }
 
+// A command-line count: decimal digits only, at most `most`; nullopt otherwise (a sign, a
+// prefix such as sm_, an empty or overflowing value).
+std::optional<std::uint64_t> parse_count(const std::string& v, std::uint64_t most) {
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  errno = 0;
+  const std::uint64_t n = std::strtoull(v.c_str(), nullptr, 10);
+  if (errno == ERANGE || n > most) return std::nullopt;
+  return n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1002,14 +1013,13 @@ int main(int argc, char** argv) {
     if (a == "--quick")
       quick = true;
     else if (a == "--seed" && k + 1 < argc) {
-      const std::string v = argv[++k];
-      char* end = nullptr;
-      seed = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || v[0] == '-' || *end != '\0') {
+      const auto n = parse_count(argv[++k], UINT64_MAX);
+      if (!n) {
         std::fprintf(stderr, "layout_sweep: --seed takes a non-negative integer, not '%s'\n",
-                     v.c_str());
+                     argv[k]);
         return 2;
       }
+      seed = *n;
     } else if (a == "--family" && k + 1 < argc)
       only = argv[++k];
     else if (a == "--case" && k + 1 < argc)
@@ -1019,16 +1029,14 @@ int main(int argc, char** argv) {
       // error, not an architecture 0.
       int arch = 90;
       if (k + 1 < argc) {
-        const std::string v = argv[k + 1];
-        char* end = nullptr;
-        const long parsed = std::strtol(v.c_str(), &end, 10);
-        if (v.empty() || *end != '\0' || parsed <= 0 || parsed > 1000) {
+        const auto n = parse_count(argv[k + 1], 1000);
+        if (!n || *n == 0) {
           std::fprintf(stderr,
                        "layout_sweep: --compile-check takes an architecture such as 90, not '%s'\n",
-                       v.c_str());
+                       argv[k + 1]);
           return 2;
         }
-        arch = int(parsed);
+        arch = int(*n);
       }
       try {
         return compile_check(arch);

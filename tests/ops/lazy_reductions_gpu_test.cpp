@@ -329,6 +329,19 @@ std::vector<double> host_column_norm(const std::vector<float>& h, std::int64_t N
   return out;
 }
 
+// Standardizing over axis 1 of random float32 or float16 data of (N, C, ...) into a poisoned
+// output: its elements off the host's by more than `tol`.
+std::size_t column_standardize_mismatches(const Shape& shape, dtype t, double tol) {
+  std::vector<float> h;
+  const ndarray a = t == float16 ? random_f16(shape, h) : random_f32(shape, h);
+  const auto x = lazy(a);
+  ndarray y = poisoned(shape, t);
+  eval_into((x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5), y);
+  const auto want =
+      host_column_norm(h, shape[0], shape[1], shape_size(shape) / shape[0] / shape[1]);
+  return t == float16 ? mismatches<half>(y, want, tol, tol) : mismatches(y, want, tol, tol);
+}
+
 // Integers of `shape` from value(k) of each flat index k, on the device and in `host`.
 template <class T, class Value>
 ndarray column_integers(const Shape& shape, std::vector<T>& host, Value value) {
@@ -377,13 +390,7 @@ TEST_CASE("rows along an outer axis (lane groups along strided rows) match the h
     CHECK(mismatches<double>(a, host_column_softmax(h, 1, 5, 1000, true), 1e-12, 1e-12) == 0);
   }
   SECTION("standardizing over 64 channels (4 lanes of 16, the longest float32 column)") {
-    const Shape shape{3, 64, 5, 41};
-    std::vector<float> h;
-    const ndarray a = random_f32(shape, h);
-    const auto x = lazy(a);
-    ndarray y = poisoned(shape, float32);
-    eval_into((x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5), y);
-    CHECK(mismatches(y, host_column_norm(h, 3, 64, 5 * 41), 1e-4, 1e-4) == 0);
+    CHECK(column_standardize_mismatches({3, 64, 5, 41}, float32, 1e-4) == 0);
   }
   SECTION("float64 softmax over 100 channels (8 lanes of 16), planes of 23") {
     std::vector<float> h;
@@ -431,13 +438,7 @@ TEST_CASE("rows along an outer axis taken across (adjacent rows a lane group) ma
     CHECK(mismatches(y, host_column_softmax(h, 4, 21, 16 * 36, false), 2e-7, 2e-5) == 0);
   }
   SECTION("standardizing over 32 channels (4 lanes of 8), the last block partial") {
-    const Shape shape{3, 32, 5, 44};
-    std::vector<float> h;
-    const ndarray a = random_f32(shape, h);
-    const auto x = lazy(a);
-    ndarray y = poisoned(shape, float32);
-    eval_into((x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5), y);
-    CHECK(mismatches(y, host_column_norm(h, 3, 32, 5 * 44), 1e-4, 1e-4) == 0);
+    CHECK(column_standardize_mismatches({3, 32, 5, 44}, float32, 1e-4) == 0);
   }
   SECTION("log-softmax over 8 channels in place, four rows on one lane") {
     std::vector<float> h;
@@ -459,13 +460,7 @@ TEST_CASE("rows along an outer axis taken across (adjacent rows a lane group) ma
   SECTION("float16 standardizing over 24 channels, eight rows a group of 4 lanes of 8") {
     // Eight rows of 8 elements a lane and their moments: past 64 registers (the kernel spills;
     // results must not change).
-    const Shape shape{3, 24, 4, 24};
-    std::vector<float> hh;
-    const ndarray ah = random_f16(shape, hh);
-    const auto x = lazy(ah);
-    ndarray y = poisoned(shape, float16);
-    eval_into((x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5), y);
-    CHECK(mismatches<half>(y, host_column_norm(hh, 3, 24, 4 * 24), 4e-3, 4e-3) == 0);
+    CHECK(column_standardize_mismatches({3, 24, 4, 24}, float16, 4e-3) == 0);
   }
   SECTION("int32 rows less their channel maximum, four rows a group") {
     std::vector<std::int32_t> h;
