@@ -566,6 +566,19 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
       {std::max<std::int64_t>(1, std::int64_t(64 * scale)), 21, 256, 256}, {1});
   add("standardize over axis 1 of (64, 16, 256, 256)", "standardize", float16,
       {std::max<std::int64_t>(1, std::int64_t(64 * scale)), 16, 256, 256}, {1});
+  // Rows taken across at the planner's register budget: float32 standardizing over 32
+  // channels (four rows of 8 elements a lane), and few channels (two and four), whose lanes
+  // hold more accumulators than elements.
+  add("standardize over axis 1 of (32, 32, 256, 256)", "standardize", float32,
+      {std::max<std::int64_t>(1, std::int64_t(32 * scale)), 32, 256, 256}, {1});
+  add("softmax over axis 1 of (128, 2, 512, 512)", "softmax", float16,
+      {std::max<std::int64_t>(1, std::int64_t(128 * scale)), 2, 512, 512}, {1});
+  add("standardize over axis 1 of (256, 4, 256, 256)", "standardize", float16,
+      {std::max<std::int64_t>(1, std::int64_t(256 * scale)), 4, 256, 256}, {1});
+  // Rows past what a block holds in registers and shared memory but whose rows in flight fit
+  // L2 (on an H200): streamed, each phase reading its row again from L2.
+  add("softmax (2048, 36000) last axis", "softmax", float32, {vocab_rows, 36000}, {-1});
+  add("layer norm (2048, 36000) last axis", "layer_norm", float32, {vocab_rows, 36000}, {-1});
 }
 
 // ---------------------------------------------------------------- running

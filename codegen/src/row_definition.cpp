@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 
 #include "kiln/runtime/error.hpp"
@@ -53,6 +54,13 @@ RowDefinition make_row_definition(std::string_view in_params, std::string_view o
   def.outputs = std::move(outputs);
   def.leaf_use = std::move(leaf_use);
   return def;
+}
+
+int row_state_words(const RowDefinition& def) {
+  int words = 0;
+  for (const auto& r : def.reductions)
+    words += (r.state_words + 1) * std::max(1, int(r.part.out.itemsize() / 4));
+  return words;
 }
 
 }  // namespace kiln::codegen

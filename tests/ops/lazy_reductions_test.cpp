@@ -69,7 +69,7 @@ bool plan(const Shape& loop, std::uint64_t mask, std::vector<ndarray> arrays, in
   std::vector<const ndarray*> ptrs;
   std::vector<dtype> types;
   for (const auto& a : arrays) ptrs.push_back(&a), types.push_back(a.dtype());
-  return detail::plan_rows(loop, mask, ptrs, types, nin, int(arrays[0].itemsize()), gpu, p);
+  return detail::plan_rows(loop, mask, ptrs, types, nin, {int(arrays[0].itemsize()), 0}, gpu, p);
 }
 
 }  // namespace
@@ -221,7 +221,7 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
     std::vector<const ndarray*> ptrs;
     std::vector<dtype> types;
     for (const auto& a : three) ptrs.push_back(&a), types.push_back(a.dtype());
-    REQUIRE(detail::plan_rows({300, 16384}, 0b10, ptrs, types, 3, 12, kH200, p));
+    REQUIRE(detail::plan_rows({300, 16384}, 0b10, ptrs, types, 3, {12, 0}, kH200, p));
     CHECK(p.spec.shared == 1);
     CHECK(p.spec.items == 4);
     CHECK(p.shared_bytes == 4 * 512 * 16 * 3);
@@ -447,7 +447,7 @@ TEST_CASE("rows along an outer axis plan as columns, lane groups along the strid
   CHECK(rows_of({2, 8, 6, 10}, float32) == 4);
   CHECK(rows_of({2, 8, 6, 10}, float64) == 1);
   CHECK(rows_of({2, 24, 4, 16}, float16) == 8);
-  CHECK(rows_of({3, 24, 4, 24}, float16) == 8);  // standardizing, in the GPU test too
+  CHECK(rows_of({3, 24, 4, 24}, float16) == 8);  // no accumulators counted: see below
   CHECK((p.lanes == 4 && p.spec.items == 8));
   CHECK(rows_of({2, 9, 4, 16}, uint8) == 16);
   CHECK(rows_of({3, 7, 2, 20}, int32) == 4);
@@ -509,6 +509,111 @@ TEST_CASE("rows along an outer axis plan as columns, lane groups along the strid
     for (const auto& sp : kt->specs(row_target(e, e.dtype())))
       CHECK((sp.group != codegen::kRowColumns || sp.vector_width == 1));
   }
+}
+
+namespace {
+
+// Plans a row kernel of `e` (its output of `s`) on an H200 with the registers its definition
+// keeps (row_registers), as a call would plan it: false where it does not fit one kernel.
+bool plans_as_rows(const lazy_expr& e, const Shape& s, std::uint64_t mask, detail::RowPlan& p,
+                   bool streamed = false) {
+  const RowKernel* k = aot::row_kernel(e, streamed);
+  REQUIRE(k);
+  const auto leaves = aot::row_kernel_leaves(e, streamed);
+  std::vector<const ndarray*> arrays;
+  std::vector<dtype> types;
+  for (std::size_t j = 0; j < leaves.size(); ++j) {
+    arrays.push_back(leaves[j].is_array() ? &leaves[j].array() : nullptr);
+    types.push_back(leaves[j].is_array() ? leaves[j].array().dtype()
+                                         : k->definition().params[j].fixed);
+  }
+  const ndarray out = no_memory(s, e.dtype());
+  arrays.push_back(&out);
+  types.push_back(e.dtype());
+  return detail::plan_rows(s, mask, arrays, types, int(leaves.size()),
+                           detail::row_registers(k->definition(), arrays, types), kH200, p);
+}
+
+}  // namespace
+
+TEST_CASE("rows taken across hold as many rows as their accumulators leave registers for",
+          "[ops]") {
+  auto standardize = [](const lazy_expr& x) {
+    return (x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5);
+  };
+  auto softmax = [](const lazy_expr& x) {
+    return exp(x - max(x, 1, true)) / sum(exp(x - max(x, 1, true)), 1, true);
+  };
+  // Accumulator fields and results a row: max and sum one each; float16 moments (shift, two
+  // sums, the first element, a count) and a mean; float32 runs NumPy's two passes (two sums);
+  // integers standardize in float64, two registers a field (and never go across: their
+  // float64 results are 8 bytes).
+  const Shape s{4, 16, 32, 64};
+  const auto x16 = lazy(no_memory(s, float16)), x32 = lazy(no_memory(s, float32)),
+             x8 = lazy(no_memory(s, uint8));
+  CHECK(codegen::row_state_words(aot::row_kernel(softmax(x16))->definition()) == 4);
+  CHECK(codegen::row_state_words(aot::row_kernel(standardize(x16))->definition()) == 8);
+  CHECK(codegen::row_state_words(aot::row_kernel(standardize(x32))->definition()) == 4);
+  CHECK(codegen::row_state_words(aot::row_kernel(standardize(x8))->definition()) == 8);
+  // float16 softmax: 8 rows of 8 elements (16 words of halves) and 4 words each: 64, all 8.
+  detail::RowPlan p;
+  REQUIRE(plans_as_rows(softmax(x16), s, 0b0010, p));
+  CHECK((p.spec.group == codegen::kRowColumns && p.spec.vector_width == 8 && p.spec.items == 8));
+  // float16 standardizing: 8 rows would take 96 words; 4 take 48.
+  REQUIRE(plans_as_rows(standardize(x16), s, 0b0010, p));
+  CHECK((p.spec.group == codegen::kRowColumns && p.spec.vector_width == 4 && p.spec.items == 8));
+  CHECK(p.lanes == 2);
+  // float32 keeps its 4 rows (48 words).
+  REQUIRE(plans_as_rows(standardize(x32), s, 0b0010, p));
+  CHECK((p.spec.group == codegen::kRowColumns && p.spec.vector_width == 4));
+  // The emitter's bound counts the accumulators too: float16 standardizing over 4 channels
+  // (4 rows of 4 elements a lane: 8 words of elements, 32 of accumulators) takes 64
+  // registers (4 blocks an SM), where its elements alone would have had it take 32.
+  const Shape few{4, 4, 32, 64};
+  const auto xf = lazy(no_memory(few, float16));
+  REQUIRE(plans_as_rows(standardize(xf), few, 0b0010, p));
+  REQUIRE((p.spec.group == codegen::kRowColumns && p.spec.vector_width == 4 && p.spec.items == 4));
+  const RowKernel* k = aot::row_kernel(standardize(xf));
+  CHECK(k->source(p.spec).find("__launch_bounds__(256, 4)") != std::string::npos);
+  // Column rows (one row a group) keep the bound their elements give: softmax of 8 float32
+  // elements a lane, 8 blocks an SM.
+  const ndarray odd = no_memory({4, 8, 32, 65}, float32);
+  const auto xo = lazy(odd(all, all, all, slice(0, 63)));
+  REQUIRE(plans_as_rows(softmax(xo), {4, 8, 32, 63}, 0b0010, p));
+  REQUIRE((p.spec.group == codegen::kRowColumns && p.spec.vector_width == 1 && p.spec.items == 8));
+  CHECK(aot::row_kernel(softmax(xo))->source(p.spec).find("__launch_bounds__(256, 8)") !=
+        std::string::npos);
+}
+
+TEST_CASE("streamed rows run their reductions in one pass each and compile for sm_90", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  // A vocabulary's logits: rows too long for registers and shared memory, read from L2 again
+  // each phase. In registers the row forms (a softmax's sum after its max, var as NumPy's two
+  // passes) take two phases; streamed, the one-pass reductions take one.
+  const Shape s{2048, 36000};
+  const auto x = lazy(no_memory(s, float32));
+  const lazy_expr softmax = exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true);
+  const lazy_expr log_softmax =
+      (x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true));
+  const lazy_expr standardize = (x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f);
+  for (const lazy_expr* e : {&softmax, &log_softmax, &standardize}) {
+    CHECK(aot::row_kernel(*e)->definition().nphases == 2);
+    const RowKernel* k = aot::row_kernel(*e, true);
+    REQUIRE(k);
+    CHECK(k->definition().nphases == 1);
+    detail::RowPlan p;
+    REQUIRE(plans_as_rows(*e, s, 0b10, p, true));
+    CHECK(p.spec.items == 0);  // streamed
+    const auto req = k->compile_request(p.spec, 90);
+    INFO(req.source);
+    CHECK_NOTHROW(cache::compile_cached(req));
+  }
+  // Layer norm's weights count as every row's bytes in L2 (measured faster as passes): its
+  // rows of 36000 do not stream.
+  const auto g = lazy(no_memory({s[1]}, float32)), b = lazy(no_memory({s[1]}, float32));
+  detail::RowPlan p;
+  CHECK_FALSE(plans_as_rows(standardize * g + b, s, 0b10, p, true));
 }
 
 TEST_CASE("reductions evaluated together compile as one multi-output reduction kernel", "[ops]") {

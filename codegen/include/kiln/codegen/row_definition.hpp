@@ -35,7 +35,8 @@ struct RowReduction {
   ReductionPart part;
   std::string input;  // expression over in<j>: leaves, and results of earlier phases
   int phase = 0;
-  int ddof = -1;  // the scalar input in<ddof> holding the part's ddof, or -1
+  int ddof = -1;        // the scalar input in<ddof> holding the part's ddof, or -1
+  int state_words = 1;  // fields of its accumulator (moments: 5), for register budgets
 };
 
 struct RowDefinition : KernelDefinition {
@@ -53,5 +54,10 @@ RowDefinition make_row_definition(std::string_view in_params, std::string_view o
                                   std::vector<std::string> outputs,
                                   std::vector<std::uint32_t> leaf_use, std::string_view helpers,
                                   std::string_view name);
+
+/// 32-bit registers every reduction takes for one row: its accumulator's fields and its
+/// result, each as wide as the result's dtype (at least one register: 16-bit floats
+/// accumulate in float). What a row kernel holding several rows a lane budgets with.
+int row_state_words(const RowDefinition& def);
 
 }  // namespace kiln::codegen

@@ -43,8 +43,8 @@ struct RowKind {
     const DeviceProperties& props = device_properties(c.device);
     if (!plan_rows(c.shape, kernel.mask(), std::span<const ndarray* const>(c.arrays.data(), n),
                    types, c.def.nin,
-                   row_cached_bytes(kernel.definition(),
-                                    std::span<const ndarray* const>(c.arrays.data(), n), types),
+                   row_registers(kernel.definition(),
+                                 std::span<const ndarray* const>(c.arrays.data(), n), types),
                    RowDevice::of(props), p))
       throw ValueError(
           fmt::format("row kernel '{}': the arrays' layout does not fit a row kernel (rows of {} "

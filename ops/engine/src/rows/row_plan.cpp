@@ -66,10 +66,21 @@ void set_columns(std::int64_t rows, std::int64_t items, std::int64_t lanes, RowP
 // Dropped: 16 elements a lane (standardizing over 48 channels spilled: 0.56 -> 0.51 as pairs,
 // 0.48 as four rows at 128 registers), 4 rows on 8 lanes of 4 (21 channels 0.59), 8-byte
 // dtypes (float64 log-softmax over 8 channels spilled at 64 registers: 0.54 -> 0.51).
+//
+// Fewer rows a group where a lane's rows would not fit its registers: kAcrossWords 32-bit
+// words of cached elements, accumulators and results across its rows (codegen::
+// row_state_words). Under the 64 registers the emitter's bound gives (ptxas, sm_90), float16
+// standardizing (mean and var: 8 words a row) over 8 or more channels, 8 rows of 8 elements
+// (96 words), spilled 264 bytes and 4 rows (48) none; float16 softmax, 8 rows of 8 (64),
+// none. Measured on an H200 (layout sweep), fraction of the copy rate: float16 standardizing over
+// 16 channels of (64, 16, 256, 256), 8 rows -> 4, 0.25 -> 0.39. A budget of 40 words measured
+// worse: float32 softmax over 21 channels 4 rows -> 2, 0.71 -> 0.56 (float32 standardizing
+// over 32 channels, which spills 144 bytes at 4 rows, would gain: 0.58 -> 0.72).
+constexpr std::int64_t kAcrossWords = 64;
 bool plan_across(int nops, const std::array<int, kMaxParams>& ops,
                  std::span<const ndarray* const> arrays, std::span<const dtype> types, Shape& kept,
                  StackVector<Shape, kMaxParams>& ks, const StackVector<Shape, kMaxParams>& rs,
-                 int cached_bytes, RowPlan& plan) {
+                 RowRegisters regs, RowPlan& plan) {
   std::int64_t widest = 1;
   for (int j = 0; j < nops; ++j) {
     const dtype t = types[std::size_t(ops[std::size_t(j)])];
@@ -96,8 +107,10 @@ bool plan_across(int nops, const std::array<int, kMaxParams>& ops,
   std::int64_t rows = 16 / widest;
   while (rows >= 2 && !aligned(rows)) rows /= 2;
   while (items() > kAcrossItems && lanes < 4) lanes *= 2;
-  if (rows < 2 || items() > kAcrossItems || items() * rows * cached_bytes / 4 > kMaxCachedRegisters)
-    return false;
+  // Each row a lane takes holds its cached elements and every accumulator in registers.
+  auto words = [&] { return rows * (items() * regs.cached_bytes / 4 + regs.state_words); };
+  while (rows > 2 && words() > kAcrossWords) rows /= 2;
+  if (rows < 2 || items() > kAcrossItems || words() > kAcrossWords) return false;
   kept[kept.size() - 1] /= rows;
   for (int j = 0; j < nops; ++j) {
     Shape& st = ks[std::size_t(j)];
@@ -154,8 +167,9 @@ void finish_plan(const Shape& kept, int nops, const std::array<int, kMaxParams>&
 }  // namespace
 
 bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
-               std::span<const dtype> types, int nin, int cached_bytes, const RowDevice& gpu,
+               std::span<const dtype> types, int nin, RowRegisters regs, const RowDevice& gpu,
                RowPlan& plan) {
+  const int cached_bytes = regs.cached_bytes;
   auto& spec = plan.spec;
   spec = {};
   spec.nparams = std::uint8_t(arrays.size());
@@ -206,7 +220,7 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
     if (step) widest = std::max(widest, isz);
   }
   if (strided) {
-    if (!plan_across(nops, ops, arrays, types, kept, ks, rs, cached_bytes, plan) &&
+    if (!plan_across(nops, ops, arrays, types, kept, ks, rs, regs, plan) &&
         !plan_columns(nops, ops, types, ks, cached_bytes, plan))
       return false;
     finish_plan(kept, nops, ops, types, ks, rs, plan);
@@ -312,6 +326,9 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
       // work on fit in three quarters of it (the rest for the outputs' writes). Measured on an
       // H200, rows of 32000 float32 (2048 rows), fraction of the copy rate as passes ->
       // streamed: softmax 0.39 -> 0.59, log_softmax 0.40 -> 0.65, layer norm 0.43 -> 0.43.
+      // Inputs every row shares (layer norm's weights) count per row too: counted once,
+      // layer norm of (2048, 36000) float32 streamed at 0.54 of the copy rate against 0.58 as
+      // passes (H200).
       std::int64_t row_bytes = 0;
       for (int j = 0; j < nops; ++j)
         if (ops[std::size_t(j)] < nin && rs[std::size_t(j)][0] != 0)
@@ -333,13 +350,14 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   return true;
 }
 
-int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray* const> arrays,
-                     std::span<const dtype> types) {
-  int bytes = 0;
+RowRegisters row_registers(const codegen::RowDefinition& def,
+                           std::span<const ndarray* const> arrays, std::span<const dtype> types) {
+  RowRegisters regs;
   for (int j = 0; j < def.nin; ++j)
     if (arrays[std::size_t(j)] && __builtin_popcount(def.leaf_use[std::size_t(j)]) > 1)
-      bytes += int(types[std::size_t(j)].itemsize());
-  return bytes;
+      regs.cached_bytes += int(types[std::size_t(j)].itemsize());
+  regs.state_words = codegen::row_state_words(def);
+  return regs;
 }
 
 void pack_rows(std::span<const ndarray* const> arrays,

@@ -53,20 +53,26 @@ struct RowDevice {
   }
 };
 
+/// What a row kernel keeps in registers per element and per row, for a call's arrays and
+/// dtypes: the bytes of one element of every leaf it keeps (an array read in two phases or
+/// more, as the emitter decides), and the 32-bit registers of every reduction's accumulator.
+struct RowRegisters {
+  int cached_bytes = 0;
+  int state_words = 0;
+};
+
 /// Plans a row kernel over `loop` whose reduced axes are `mask`, for the parameters' arrays
-/// (nullptr: a scalar) and dtypes; `cached_bytes`: the bytes of one element of every leaf
-/// the kernel keeps in registers; `gpu`: its multiprocessors, L2 and shared memory. False when
-/// the layout does not fit: the reduced axes do not collapse to one dim (along which outputs
-/// move), the row is longer than a block holds in registers and shared memory and cannot be
-/// streamed (too few rows, or too long for L2 to keep the rows in flight), or the row is
-/// strided (columns) and longer than kColumnItems a lane or read with gaps across rows.
+/// (nullptr: a scalar) and dtypes; `regs`: what it keeps in registers (row_registers);
+/// `gpu`: its multiprocessors, L2 and shared memory. False when the layout does not fit: the
+/// reduced axes do not collapse to one dim (along which outputs move), the row is longer than
+/// a block holds in registers and shared memory and cannot be streamed (too few rows, or too
+/// long for L2 to keep the rows in flight), or the row is strided (columns) and longer than
+/// kColumnItems a lane or read with gaps across rows.
 bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* const> arrays,
-               std::span<const dtype> types, int nin, int cached_bytes, const RowDevice& gpu,
+               std::span<const dtype> types, int nin, RowRegisters regs, const RowDevice& gpu,
                RowPlan& plan);
-/// Bytes of one element of every leaf a row kernel keeps in registers (an array read in two
-/// phases or more, as the emitter decides), for a call's arrays and dtypes.
-int row_cached_bytes(const codegen::RowDefinition& def, std::span<const ndarray* const> arrays,
-                     std::span<const dtype> types);
+RowRegisters row_registers(const codegen::RowDefinition& def,
+                           std::span<const ndarray* const> arrays, std::span<const dtype> types);
 /// Packs the kernel arguments (codegen::row_arg order).
 void pack_rows(std::span<const ndarray* const> arrays,
                std::span<const std::array<std::byte, 16>> values, std::span<const dtype> types,

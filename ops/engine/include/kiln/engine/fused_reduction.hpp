@@ -34,6 +34,9 @@ struct reduction_code {
   const char* reduce_type = "";  // "" for U
   const char* preamble = "";     // file-scope device code the row uses
   const char* out = "U y";       // the outputs: "U y", or several ("U v, U m") that post sets
+  // Fields of the accumulator (moments: 5), a register each at float32 accumulation: a row
+  // kernel holding several rows a lane budgets its registers with them.
+  int state_words = 1;
 };
 
 /// The ReductionKernel running `code` over arrays (inputs: `in`; output `U y`), made once per
@@ -70,10 +73,12 @@ namespace aot {
 /// The RowKernel that evaluating `e` (an expression with lazy reductions) runs, or nullptr
 /// when its reductions do not fuse with it (they then run as reduction kernels: the fused
 /// reductions of aot::fused_reduction and composite ReductionKernels). Its parameters are
-/// e's distinct leaves (of every reduction's input too), then the output.
-const RowKernel* row_kernel(const expr& e);
-/// The arguments row_kernel(e) takes before its output: e's distinct leaves.
-std::vector<kernel_arg> row_kernel_leaves(const expr& e);
+/// e's distinct leaves (of every reduction's input too), then the output. `streamed`: the
+/// kernel for rows too long for a block's registers and shared memory, read again from L2 each
+/// phase, whose reductions run in one pass each (var as moments, not NumPy's two passes).
+const RowKernel* row_kernel(const expr& e, bool streamed = false);
+/// The arguments row_kernel(e, streamed) takes before its output: e's distinct leaves.
+std::vector<kernel_arg> row_kernel_leaves(const expr& e, bool streamed = false);
 /// The ONE ReductionKernel that runs `reductions` (2 to 8 lazy reductions of one input shape
 /// and axes, e.g. kiln::mean(x, 0) and kiln::std(x, 0) of a lazy x) together when they are
 /// evaluated in one call (kiln::fuse with several results, or a plan's phase): its parameters
