@@ -386,3 +386,24 @@ __device__ __forceinline__ T kiln_log1p(T a) {
     return log1p(a);
   }
 }
+
+// kiln-section kiln_div_row
+// a / b where b is one value a row (a row kernel's divisor, an expression of its reductions'
+// results and scalars): b's reciprocal in float64 is made once a row (kiln_row_divisor), and
+// each element is a float64 multiply rounded to float32, IEEE division's quotient bit for bit.
+// Why exact: r = RN64(1/b) and RN64(a r) are within 2^-52 (relative) of a/b, while a quotient
+// of two float32 values in the normal range is never a float32 midpoint (one needs 25 bits) and
+// lies at least 1/(B M) > 2^-49 from every midpoint (B, M: the 24- and 25-bit integers of b and
+// the midpoint), so rounding to float32 lands where a/b does; zeros, infinities and NaNs come
+// out as IEEE's. Subnormal quotients can be midpoints, so this needs what row kernels compile
+// with, -ftz=true (CuPy's default): there the conversions flush subnormals as div.rn.ftz does.
+// Why: inline float32 division is a reciprocal, a range check and a call per element, whose
+// saved registers spilled standardizing over 32 float32 channels (144 bytes).
+struct kiln_row_divisor {
+  double r;
+  kiln_row_divisor() = default;
+  __device__ __forceinline__ explicit kiln_row_divisor(float b) : r(1.0 / double(b)) {}
+};
+__device__ __forceinline__ float kiln_div_row(float a, const kiln_row_divisor& d) {
+  return float(__dmul_rn(double(a), d.r));
+}

@@ -29,12 +29,13 @@ enum : std::uint32_t {
   H_invert = 1u << 13,
   H_parts = 1u << 14,
   H_cmath = 1u << 15,
+  H_divrow = 1u << 16,
 };
 
 constexpr std::string_view kHelpers[] = {
     "kiln_xint",    "kiln_isnan",  "kiln_lt",   "kiln_floordiv", "kiln_mod",        "kiln_pow",
     "kiln_maximum", "kiln_fmax",   "kiln_abs",  "kiln_sign",     "kiln_reciprocal", "kiln_floor",
-    "kiln_shift",   "kiln_invert", "kiln_real", "kiln_cmath",
+    "kiln_shift",   "kiln_invert", "kiln_real", "kiln_cmath",    "kiln_div_row",
 };
 
 using R = result_rule;
@@ -173,6 +174,8 @@ bool strong_integer(std::span<const operand_type> operands) {
 }  // namespace
 
 const op_row& op_info(op_id id) noexcept { return kRows[std::size_t(id)]; }
+
+std::uint32_t row_division_helpers() noexcept { return H_divrow; }
 
 std::string expression_helpers(std::uint32_t mask) {
   std::string s;

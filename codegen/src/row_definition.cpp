@@ -12,6 +12,7 @@ namespace kiln::codegen {
 RowDefinition make_row_definition(std::string_view in_params, std::string_view out_params,
                                   std::vector<RowReduction> reductions,
                                   std::vector<std::string> outputs,
+                                  std::vector<std::string> divisors,
                                   std::vector<std::uint32_t> leaf_use, std::string_view helpers,
                                   std::string_view name) {
   // The program, spelled once: hashed with the definition and scanned for -D clashes.
@@ -34,6 +35,8 @@ RowDefinition make_row_definition(std::string_view in_params, std::string_view o
   program += reduction_parts_text(parts);
   for (std::size_t k = 0; k < outputs.size(); ++k)
     fmt::format_to(std::back_inserter(program), "// out{} = {}\n", k, outputs[k]);
+  for (std::size_t k = 0; k < divisors.size(); ++k)
+    fmt::format_to(std::back_inserter(program), "// kiln_dv{} = {}\n", k, divisors[k]);
   for (std::uint32_t u : leaf_use) fmt::format_to(std::back_inserter(program), "// use {:x}\n", u);
   RowDefinition def;
   static_cast<KernelDefinition&>(def) = make_kernel_definition({.kind = "rows",
@@ -52,6 +55,7 @@ RowDefinition make_row_definition(std::string_view in_params, std::string_view o
   def.nphases = reductions.empty() ? 0 : reductions.back().phase + 1;
   def.reductions = std::move(reductions);
   def.outputs = std::move(outputs);
+  def.divisors = std::move(divisors);
   def.leaf_use = std::move(leaf_use);
   return def;
 }

@@ -301,6 +301,9 @@ struct Emit {
         if (def.reductions[r].phase < p)
           w.line("{}      [[maybe_unused]] const kiln_r{}::U in{} = kiln_y{}[kiln_k];", ind, r,
                  def.nin + int(r), r);
+      if (use == kRowOutputsUse)
+        for (std::size_t i = 0; i < def.divisors.size(); ++i)
+          w.line("{}      const kiln_row_divisor& kiln_dv{} = kiln_dvs{}[kiln_k];", ind, i, i);
     }
     body(ind + "      ", At::each);
     w.line("{}    }}", ind);
@@ -420,8 +423,31 @@ struct Emit {
     });
   }
 
+  // The outputs' divisors (kiln_row_divisor), made once a row after the last phase: for rows
+  // taken across, one a row of the lane's.
+  void divisors() {
+    const auto& dv = def.divisors;
+    if (dv.empty()) return;
+    if (!across()) {
+      for (std::size_t i = 0; i < dv.size(); ++i)
+        w.line("    const kiln_row_divisor kiln_dv{}({});", i, dv[i]);
+      return;
+    }
+    for (std::size_t i = 0; i < dv.size(); ++i)
+      w.line("    kiln_row_divisor kiln_dvs{}[{}];", i, vw());
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw());
+    for (std::size_t r = 0; r < def.reductions.size(); ++r)
+      w.line("      [[maybe_unused]] const kiln_r{}::U in{} = kiln_y{}[kiln_k];", r,
+             def.nin + int(r), r);
+    for (std::size_t i = 0; i < dv.size(); ++i)
+      w.line("      kiln_dvs{}[kiln_k] = kiln_row_divisor({});", i, dv[i]);
+    w.line("    }}");
+  }
+
   void outputs() {
     const char* ind = "    ";
+    divisors();
     element_loop(ind, kRowOutputsUse, [&](const std::string& in, At at) {
       for (int o = 0; o < def.nout; ++o) {
         const int k = def.nin + o;

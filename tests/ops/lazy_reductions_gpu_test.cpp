@@ -111,6 +111,66 @@ TEST_CASE("softmax and log-softmax over the last axis match the host for short, 
   }
 }
 
+namespace {
+
+// y / max(x) over `axis` of rows of x holding one value each (the divisor, drawn from the
+// float32 range's edges and from random floats) and y of any bits: kiln_div_row's results
+// against the host's IEEE division, bit for bit, with subnormal operands and results flushed
+// to zero as generated kernels compile (-ftz=true, CuPy's default).
+std::size_t row_division_mismatches(const Shape& shape, int axis) {
+  const std::size_t n = std::size_t(shape_size(shape));
+  const std::int64_t along = shape[std::size_t(axis)];
+  std::int64_t inner = 1;
+  for (std::size_t d = std::size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  auto row_of = [&](std::size_t i) {
+    return std::int64_t(i) / (inner * along) * inner + std::int64_t(i) % inner;
+  };
+  const float edges[] = {0.0f,          -0.0f,         INFINITY,  -INFINITY, NAN,
+                         1e-40f,        -1e-45f,       0x1p-126f, 0x1p126f,  -0x1p127f,
+                         3.4028235e38f, 0x1.fffffep0f, 3.0f,      -0.1f};
+  std::vector<float> x(n), y(n);
+  auto bits = test::random_vector<std::uint32_t>(n, 0, 4294967295.0);
+  const auto normal = test::random_vector<float>(n, -3, 3);
+  const auto spread = test::random_vector<float>(std::size_t(n / along), -30, 30);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t r = row_of(i);
+    const float d = r % 3 == 0
+                        ? edges[std::size_t(r / 3) % std::size(edges)]
+                        : std::ldexp(1.0f + float(r % 97) / 97.0f, int(spread[std::size_t(r)]));
+    x[i] = d;
+    float v;
+    std::memcpy(&v, &bits[i], sizeof v);
+    y[i] = i % 2 ? v : normal[i] * (std::isfinite(d) && d != 0 ? d : 1.0f);
+  }
+  const auto xl = lazy(asarray(x, shape)), yl = lazy(asarray(y, shape));
+  ndarray out = poisoned(shape, float32);
+  eval_into(yl / max(xl, axis, true), out);
+  const auto got = out.get<float>();
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto flush = [](float v) { return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f * v : v; };
+    const float want = flush(flush(y[i]) / flush(x[i]));
+    std::uint32_t gw, ww;
+    std::memcpy(&gw, &got[i], 4);
+    std::memcpy(&ww, &want, 4);
+    if (gw != ww && !(std::isnan(got[i]) && std::isnan(want)) && bad++ == 0)
+      WARN("at " << i << ": " << std::hexfloat << y[i] << " / " << x[i] << " gave " << got[i]
+                 << ", IEEE " << want);
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("row kernels dividing by a row's value give IEEE division's results bit for bit",
+          "[ops][gpu]") {
+  CHECK(row_division_mismatches({300, 4096}, 1) == 0);     // a block a row
+  CHECK(row_division_mismatches({3000, 37}, 1) == 0);      // lane groups
+  CHECK(row_division_mismatches({4, 37000}, 1) == 0);      // long rows
+  CHECK(row_division_mismatches({16, 8, 2048}, 1) == 0);   // rows along an outer axis, across
+  CHECK(row_division_mismatches({16, 100, 513}, 1) == 0);  // columns
+}
+
 TEST_CASE("rows too long for a block's registers match the host", "[ops][gpu]") {
   // Enough rows for two blocks per SM, the rest of each row past the registers' held in
   // shared memory: vectors of four (32000, a vocabulary), single elements (an odd length), and

@@ -157,6 +157,34 @@ TEST_CASE("softmax, log-softmax and layer norm plan as one row kernel that compi
   }
 }
 
+TEST_CASE("row kernels divide by a row's value through a reciprocal once a row", "[ops]") {
+  const auto x = lazy(no_memory({64, 4096}, float32));
+  const auto g = lazy(no_memory({4096}, float32));
+  auto divides_by_row = [](const lazy_expr& e) {
+    const RowKernel* k = aot::row_kernel(e);
+    REQUIRE(k);
+    const std::string& out = k->definition().outputs[0];
+    INFO(out);
+    CHECK(out.find('/') == std::string::npos);  // every division of the output is by the row
+    return out.find("kiln_div_row(") != std::string::npos && k->definition().divisors.size() == 1 &&
+           k->definition().preamble.find("struct kiln_row_divisor") != std::string::npos;
+  };
+  const auto e = exp(x - max(x, -1, true));
+  CHECK(divides_by_row(e / sum(e, -1, true)));
+  CHECK(divides_by_row((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g));
+  CHECK(divides_by_row((x - max(x, -1, true)) / 3.0f));  // a scalar is one value a row too
+
+  // Divisors that change along the row, and float64 rows, divide as written.
+  const RowKernel* along = aot::row_kernel(x / (g + sum(x, -1, true)));
+  REQUIRE(along);
+  CHECK(along->definition().outputs[0].find("kiln_div_row(") == std::string::npos);
+  CHECK(along->definition().outputs[0].find(" / ") != std::string::npos);
+  const auto y = lazy(no_memory({64, 300}, float64));
+  const RowKernel* wide = aot::row_kernel(y / sum(y, -1, true));
+  REQUIRE(wide);
+  CHECK(wide->definition().outputs[0].find("kiln_div_row(") == std::string::npos);
+}
+
 TEST_CASE("reductions over other axes or without keepdims do not plan as rows", "[ops]") {
   const auto x = lazy(no_memory({64, 256, 8}, float32));
   CHECK(aot::row_kernel(x - mean(x, 1, true)));       // a middle axis is a row too

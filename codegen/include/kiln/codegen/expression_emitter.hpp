@@ -50,13 +50,23 @@ ExpressionText expression_map_text(std::span<const ExpressionNode> nodes, int ro
 /// fused kernel): the text of each root, the helpers any of them calls (once), and the
 /// parameters (leaves whose bit is set in `raw_leaves` declared `raw`, as a ddof is). A
 /// leaf index past leaf_types (a reduction's result in a row kernel) is named in<j> too.
+/// `row`: roots from row.first_root on are a row kernel's outputs, and row.leaves its leaves
+/// holding one value a row (reductions' results, scalars): there a float32 division by an
+/// expression of those alone reads kiln_dv<i>, made once a row from row_divisors[i] (a
+/// reciprocal, then IEEE division's results by multiplies: kiln_div_row).
 struct ExpressionTexts {
   std::string in_params;
   std::vector<std::string> codes;
   std::string helpers;
+  std::vector<std::string> row_divisors;
+};
+struct RowOutputs {
+  std::uint64_t leaves = 0;
+  std::size_t first_root = 0;
 };
 ExpressionTexts expression_texts(std::span<const ExpressionNode> nodes, std::span<const int> roots,
-                                 std::span<const dtype> leaf_types, std::uint64_t raw_leaves = 0);
+                                 std::span<const dtype> leaf_types, std::uint64_t raw_leaves = 0,
+                                 RowOutputs row = {});
 
 /// A built-in reduction over an expression: the built-in's map reads `x` (possibly more than
 /// once), so the expression is evaluated once, as the argument of an immediately called

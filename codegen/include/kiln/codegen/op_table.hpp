@@ -41,6 +41,9 @@ struct op_row {
 };
 
 const op_row& op_info(op_id id) noexcept;
+/// The helpers of a float32 division by one value a row (kiln_row_divisor, kiln_div_row:
+/// expression_texts' RowOutputs).
+std::uint32_t row_division_helpers() noexcept;
 /// The device helpers whose bits are set in `mask` (op_row::helpers), in emission order:
 /// sections of codegen/device/expression_ops.cuh.
 std::string expression_helpers(std::uint32_t mask);

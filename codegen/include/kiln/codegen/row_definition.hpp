@@ -15,7 +15,7 @@
 //       "float32 in0", "float32 out0",
 //       {{.part = max_part, .input = "in0", .phase = 0},
 //        {.part = sum_part, .input = "exp(in0 - in1)", .phase = 1}},
-//       {"exp(in0 - in1) / in2"}, {0b11 | kRowOutputsUse}, helpers, "kiln_rows");
+//       {"exp(in0 - in1) / in2"}, {}, {0b11 | kRowOutputsUse}, helpers, "kiln_rows");
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -42,7 +42,10 @@ struct RowReduction {
 struct RowDefinition : KernelDefinition {
   std::vector<RowReduction> reductions;  // in phase order; result r is in<nin + r>
   std::vector<std::string> outputs;      // out<k> = outputs[k]
-  std::vector<std::uint32_t> leaf_use;   // per input: the phases that read it, kRowOutputsUse
+  // kiln_dv<i>, a kiln_row_divisor of divisors[i] (an expression of results and scalars) made
+  // once a row, which the outputs divide by (expression_texts' row_divisors)
+  std::vector<std::string> divisors;
+  std::vector<std::uint32_t> leaf_use;  // per input: the phases that read it, kRowOutputsUse
   int nphases = 0;
 };
 
@@ -52,6 +55,7 @@ struct RowDefinition : KernelDefinition {
 RowDefinition make_row_definition(std::string_view in_params, std::string_view out_params,
                                   std::vector<RowReduction> reductions,
                                   std::vector<std::string> outputs,
+                                  std::vector<std::string> divisors,
                                   std::vector<std::uint32_t> leaf_use, std::string_view helpers,
                                   std::string_view name);
 

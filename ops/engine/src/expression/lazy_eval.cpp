@@ -210,8 +210,16 @@ std::unique_ptr<RowKernel> make_row_kernel(std::span<const node_ptr> roots, cons
   for (int r = 0; r < reds.n; ++r) add_root(reds.at[std::size_t(r)].node->child[0].get());
   for (const auto& root : roots) add_root(root.get());
   std::vector<dtype> leaf_types;
-  for (int j = 0; j < nleaves; ++j) leaf_types.push_back(w.leaves[std::size_t(j)]->type);
-  codegen::ExpressionTexts t = codegen::expression_texts(f.nodes, f.roots, leaf_types);
+  // One value a row: scalars and the reductions' results (the outputs divide by them through
+  // a reciprocal made once a row).
+  std::uint64_t row_values = 0;
+  for (int j = 0; j < nleaves; ++j) {
+    leaf_types.push_back(w.leaves[std::size_t(j)]->type);
+    if (w.leaves[std::size_t(j)]->k != expr_node::kind::array && j < 64) row_values |= 1ull << j;
+  }
+  for (int r = 0; r < reds.n && nleaves + r < 64; ++r) row_values |= 1ull << (nleaves + r);
+  codegen::ExpressionTexts t = codegen::expression_texts(
+      f.nodes, f.roots, leaf_types, 0, {.leaves = row_values, .first_root = std::size_t(reds.n)});
 
   std::vector<std::uint32_t> use(std::size_t(nleaves), 0);
   for (std::size_t i = 0; i < ranges.size(); ++i) {
@@ -236,7 +244,8 @@ std::unique_ptr<RowKernel> make_row_kernel(std::span<const node_ptr> roots, cons
   for (const auto& root : roots) out_types.push_back(root->type);
   return std::make_unique<RowKernel>(
       codegen::make_row_definition(t.in_params, out_params(out_types), std::move(rr),
-                                   std::move(outs), std::move(use), t.helpers, "kiln_rows"),
+                                   std::move(outs), std::move(t.row_divisors), std::move(use),
+                                   t.helpers, "kiln_rows"),
       mask);
 }
 
