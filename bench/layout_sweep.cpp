@@ -517,16 +517,20 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
     out.push_back(c);
   };
   const double scale = total / double(std::int64_t(1) << 26);
-  const auto rows = std::max<std::int64_t>(64, std::int64_t(16384 * scale));
+  // An extent of the full-size case (2^26 elements) at this run's size, at least `least`.
+  auto scaled = [scale](std::int64_t n, std::int64_t least = 1) {
+    return std::max<std::int64_t>(least, std::int64_t(double(n) * scale));
+  };
+  const auto rows = scaled(16384, 64);
   add("softmax (16384, 4096) last axis", "softmax", float32, {rows, 4096}, {-1});
   add("layer norm (16384, 4096) last axis", "layer_norm", float32, {rows, 4096}, {-1});
   add("mean and var over (0, 2, 3) of (64, 256, 56, 56)", "mean_var", float32,
-      {std::max<std::int64_t>(2, std::int64_t(64 * scale)), 256, 56, 56}, {0, 2, 3});
+      {scaled(64, 2), 256, 56, 56}, {0, 2, 3});
   add("log-softmax (16384, 4096) last axis", "log_softmax", float32, {rows, 4096}, {-1});
-  add("standardize over (0, 2, 3) of NCHW", "standardize", float32,
-      {std::max<std::int64_t>(2, std::int64_t(32 * scale)), 128, 56, 56}, {0, 2, 3});
+  add("standardize over (0, 2, 3) of NCHW", "standardize", float32, {scaled(32, 2), 128, 56, 56},
+      {0, 2, 3});
   // Rows past a block's registers (a vocabulary): held partly in shared memory.
-  const auto vocab_rows = std::max<std::int64_t>(264, std::int64_t(2048 * scale));
+  const auto vocab_rows = scaled(2048, 264);
   add("softmax (2048, 32000) last axis", "softmax", float32, {vocab_rows, 32000}, {-1});
   add("layer norm (2048, 32000) last axis", "layer_norm", float32, {vocab_rows, 32000}, {-1});
   const std::vector<std::string> ops{"softmax", "log_softmax", "layer_norm", "mean_var",
@@ -551,30 +555,30 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
   add("log_softmax (1024, 128256) last axis", "log_softmax", float32,
       {std::max<std::int64_t>(132, vocab_rows / 2), 128256}, {-1});
   // Softmax over an outer axis (strided rows: passes): a segmentation's classes, and columns.
-  add("softmax over axis 1 of (32, 21, 256, 256)", "softmax", float32,
-      {std::max<std::int64_t>(1, std::int64_t(32 * scale)), 21, 256, 256}, {1});
-  add("log_softmax over axis 0 of (4096, 8192)", "log_softmax", float32,
-      {std::max<std::int64_t>(64, std::int64_t(4096 * scale)), 8192}, {0});
+  add("softmax over axis 1 of (32, 21, 256, 256)", "softmax", float32, {scaled(32), 21, 256, 256},
+      {1});
+  add("log_softmax over axis 0 of (4096, 8192)", "log_softmax", float32, {scaled(4096, 64), 8192},
+      {0});
   // Normalising over the channels of NCHW (ConvNeXt's channels-first layer norm without its
   // affine), and a float64 log-softmax over a few classes.
   add("standardize over axis 1 of (32, 48, 128, 128)", "standardize", float32,
-      {std::max<std::int64_t>(1, std::int64_t(32 * scale)), 48, 128, 128}, {1});
+      {scaled(32), 48, 128, 128}, {1});
   add("log_softmax over axis 1 of (16, 8, 384, 384)", "log_softmax", float64,
-      {std::max<std::int64_t>(1, std::int64_t(16 * scale)), 8, 384, 384}, {1});
+      {scaled(16), 8, 384, 384}, {1});
   // The same over float16 channels (computed in float32; eight rows taken across a lane group).
-  add("softmax over axis 1 of (64, 21, 256, 256)", "softmax", float16,
-      {std::max<std::int64_t>(1, std::int64_t(64 * scale)), 21, 256, 256}, {1});
+  add("softmax over axis 1 of (64, 21, 256, 256)", "softmax", float16, {scaled(64), 21, 256, 256},
+      {1});
   add("standardize over axis 1 of (64, 16, 256, 256)", "standardize", float16,
-      {std::max<std::int64_t>(1, std::int64_t(64 * scale)), 16, 256, 256}, {1});
+      {scaled(64), 16, 256, 256}, {1});
   // Rows taken across at the planner's register budget: float32 standardizing over 32
   // channels (four rows of 8 elements a lane), and few channels (two and four), whose lanes
   // hold more accumulators than elements.
   add("standardize over axis 1 of (32, 32, 256, 256)", "standardize", float32,
-      {std::max<std::int64_t>(1, std::int64_t(32 * scale)), 32, 256, 256}, {1});
-  add("softmax over axis 1 of (128, 2, 512, 512)", "softmax", float16,
-      {std::max<std::int64_t>(1, std::int64_t(128 * scale)), 2, 512, 512}, {1});
+      {scaled(32), 32, 256, 256}, {1});
+  add("softmax over axis 1 of (128, 2, 512, 512)", "softmax", float16, {scaled(128), 2, 512, 512},
+      {1});
   add("standardize over axis 1 of (256, 4, 256, 256)", "standardize", float16,
-      {std::max<std::int64_t>(1, std::int64_t(256 * scale)), 4, 256, 256}, {1});
+      {scaled(256), 4, 256, 256}, {1});
   // Rows past what a block holds in registers and shared memory but whose rows in flight fit
   // L2 (on an H200): streamed, each phase reading its row again from L2.
   add("softmax (2048, 36000) last axis", "softmax", float32, {vocab_rows, 36000}, {-1});

@@ -273,6 +273,14 @@ struct Emit {
     elements(ind, use, true, body);
   }
 
+  // Rows taken across: in<nin + r>, row kiln_k's result of each reduction before phase p.
+  void row_results(const std::string& ind, int p) {
+    for (std::size_t r = 0; r < def.reductions.size(); ++r)
+      if (def.reductions[r].phase < p)
+        w.line("{}[[maybe_unused]] const kiln_r{}::U in{} = kiln_y{}[kiln_k];", ind, r,
+               def.nin + int(r), r);
+  }
+
   // The elements of one vector (the caller opened its loop and its `if`, which this closes):
   // body before, per element (in<j> defined from registers, shared memory or a load), after.
   template <class Body>
@@ -296,11 +304,7 @@ struct Emit {
     }
     if (across()) {
       // Each element is its own row's: the results of the phases before, that row's.
-      const int p = use == kRowOutputsUse ? def.nphases : __builtin_ctz(use);
-      for (std::size_t r = 0; r < def.reductions.size(); ++r)
-        if (def.reductions[r].phase < p)
-          w.line("{}      [[maybe_unused]] const kiln_r{}::U in{} = kiln_y{}[kiln_k];", ind, r,
-                 def.nin + int(r), r);
+      row_results(ind + "      ", use == kRowOutputsUse ? def.nphases : __builtin_ctz(use));
       if (use == kRowOutputsUse)
         for (std::size_t i = 0; i < def.divisors.size(); ++i)
           w.line("{}      const kiln_row_divisor& kiln_dv{} = kiln_dvs{}[kiln_k];", ind, i, i);
@@ -437,9 +441,7 @@ struct Emit {
       w.line("    kiln_row_divisor kiln_dvs{}[{}];", i, vw());
     w.line("#pragma unroll");
     w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw());
-    for (std::size_t r = 0; r < def.reductions.size(); ++r)
-      w.line("      [[maybe_unused]] const kiln_r{}::U in{} = kiln_y{}[kiln_k];", r,
-             def.nin + int(r), r);
+    row_results("      ", def.nphases);
     for (std::size_t i = 0; i < dv.size(); ++i)
       w.line("      kiln_dvs{}[kiln_k] = kiln_row_divisor({});", i, dv[i]);
     w.line("    }}");
