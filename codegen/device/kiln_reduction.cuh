@@ -172,3 +172,38 @@ __device__ __forceinline__ void kiln_window_store(char* kiln_row, kiln_I kiln_e0
         kiln_p[kiln_e + kiln_k] = kiln_src[kiln_k];
   }
 }
+// kiln-section kiln_cluster
+// Rows split over a cluster of blocks (RowSpec::cluster, sm_90 on): the block's rank in its
+// cluster, a barrier of the whole cluster (release and acquire: what a block wrote to its
+// shared memory before it, every block reads after it), and a block's shared variable as
+// seen from another block of the cluster (a generic address into that block's shared memory).
+// The kernel's cluster size (a plain launch takes it); before sm_90 none (never planned there).
+#if __CUDA_ARCH__ >= 900
+#define KILN_CLUSTER_DIMS(n) __cluster_dims__(n, 1, 1)
+#else
+#define KILN_CLUSTER_DIMS(n)
+#endif
+__device__ __forceinline__ unsigned kiln_cluster_rank() {
+  unsigned kiln_r = 0;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(kiln_r));
+#endif
+  return kiln_r;
+}
+__device__ __forceinline__ void kiln_cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;\n" ::: "memory");
+#else
+  __syncthreads();
+#endif
+}
+template <class kiln_T>
+__device__ __forceinline__ const kiln_T* kiln_cluster_peer(const kiln_T* kiln_p, unsigned kiln_r) {
+#if __CUDA_ARCH__ >= 900
+  unsigned long long kiln_a;
+  asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(kiln_a) : "l"(kiln_p), "r"(kiln_r));
+  return reinterpret_cast<const kiln_T*>(kiln_a);
+#else
+  return kiln_p;
+#endif
+}

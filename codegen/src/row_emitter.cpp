@@ -40,6 +40,17 @@ struct Emit {
     return !streamed() && is_array(j) && __builtin_popcount(u) > 1;
   }
   bool columns() const { return s.group == kRowColumns; }
+  // A row split over a cluster of blocks: kiln_t and kiln_lanes count the cluster's threads
+  // (a row's vectors are dealt over all of them), kiln_bt and kiln_bl the block's own (its
+  // warps' tree and its shared slots).
+  int cluster() const { return s.cluster > 1 ? int(s.cluster) : 1; }
+  bool clustered() const { return cluster() > 1; }
+  std::string_view block_t() const { return clustered() ? "kiln_bt" : "kiln_t"; }
+  std::string_view block_lanes() const { return clustered() ? "kiln_bl" : "kiln_lanes"; }
+  // A thread's held slot kiln_i (its vectors past the registers' in shared memory).
+  std::string held_slot() const {
+    return fmt::format("(kiln_i * {} + {}) * {}", block_lanes(), block_t(), vw());
+  }
   // Column rows taken vector_width at a time (kRowColumns with vector_width > 1): a lane group
   // holds that many adjacent rows, element kiln_k of a vector being row kiln_k's, so each
   // reduction keeps a state per row and every position along the rows is one element.
@@ -171,7 +182,10 @@ struct Emit {
       w.line("extern \"C\" __global__ void __launch_bounds__(256, {}) {}(", words <= 8 ? 8 : 4,
              def.name);
     } else if (s.wide) {
-      w.line("extern \"C\" __global__ void __launch_bounds__({}, 2) {}(", kMaxRowLanes, def.name);
+      // A row split over a cluster: the cluster's size is the kernel's own (a plain launch).
+      const std::string dims = clustered() ? fmt::format("KILN_CLUSTER_DIMS({}) ", cluster()) : "";
+      w.line("extern \"C\" __global__ void {}__launch_bounds__({}, 2) {}(", dims, kMaxRowLanes,
+             def.name);
     } else {
       w.line("extern \"C\" __global__ void __launch_bounds__({}) {}(", s.group ? 256 : kMaxRowLanes,
              def.name);
@@ -266,8 +280,7 @@ struct Emit {
       if (!is_array(j) || !reads(j, use)) continue;
       w.line("{}    {} kiln_{}_{}[{}];", ind, ctype(j), cached(j) ? "h" : "u", j, vw());
       if (cached(j))
-        w.line("{}    kiln_load<{}>(kiln_h_{}, kiln_sh_{} + (kiln_i * kiln_lanes + kiln_t) * {});",
-               ind, vw(), j, j, vw());
+        w.line("{}    kiln_load<{}>(kiln_h_{}, kiln_sh_{} + {});", ind, vw(), j, j, held_slot());
     }
     emit_loads(ind + "    ", "");
     elements(ind, use, true, body);
@@ -401,23 +414,39 @@ struct Emit {
         w.line("{}kiln_a{} = kiln_shfl_first(kiln_a{}, int(kiln_lanes));", ind, r, r);
       });
     } else {
+      const auto t = block_t();
       each([&](std::size_t r) {
-        w.line("{}if ((kiln_t & 31) == 0) kiln_sm{}[kiln_t >> 5] = kiln_a{};", ind, r, r);
+        w.line("{}if (({} & 31) == 0) kiln_sm{}[{} >> 5] = kiln_a{};", ind, t, r, t, r);
       });
       w.line("{}__syncthreads();", ind);
-      w.line("{}if (kiln_t < 32) {{", ind);
+      w.line("{}if ({} < 32) {{", ind, t);
       each([&](std::size_t r) {
-        w.line("{}  kiln_a{} = kiln_t < (kiln_lanes >> 5) ? kiln_sm{}[kiln_t] : kiln_r{}::init();",
-               ind, r, r, r);
+        w.line("{}  kiln_a{} = {} < ({} >> 5) ? kiln_sm{}[{}] : kiln_r{}::init();", ind, r, t,
+               block_lanes(), r, t, r);
         w.line("#pragma unroll 1");
         w.line("{}  for (int kiln_d = 16; kiln_d > 0; kiln_d >>= 1)", ind);
         w.line("{}    kiln_r{}::combine(kiln_a{}, kiln_shfl_down(kiln_a{}, kiln_d));", ind, r, r,
                r);
-        w.line("{}  if (kiln_t == 0) kiln_sm{}[32] = kiln_a{};", ind, r, r);
+        w.line("{}  if ({} == 0) kiln_sm{}[32] = kiln_a{};", ind, t, r, r);
       });
       w.line("{}}}", ind);
-      w.line("{}__syncthreads();", ind);
-      each([&](std::size_t r) { w.line("{}kiln_a{} = kiln_sm{}[32];", ind, r, r); });
+      if (!clustered()) {
+        w.line("{}__syncthreads();", ind);
+        each([&](std::size_t r) { w.line("{}kiln_a{} = kiln_sm{}[32];", ind, r, r); });
+      } else {
+        // The cluster's blocks: every block merges all their totals in rank order (the same
+        // value in each), then waits until every block has read them before a later phase or
+        // row writes its total again (or the block exits).
+        w.line("{}kiln_cluster_sync();", ind);
+        each([&](std::size_t r) {
+          w.line("{}kiln_a{} = kiln_r{}::init();", ind, r, r);
+          w.line("#pragma unroll 1");
+          w.line("{}for (unsigned kiln_q = 0; kiln_q < {}; ++kiln_q)", ind, cluster());
+          w.line("{}  kiln_r{}::combine(kiln_a{}, *kiln_cluster_peer(&kiln_sm{}[32], kiln_q));",
+                 ind, r, r, r);
+        });
+        w.line("{}kiln_cluster_sync();", ind);
+      }
     }
     each([&](std::size_t r) {
       w.line("{}kiln_r{}::U kiln_y{};", ind, r, r);
@@ -474,6 +503,21 @@ struct Emit {
     });
   }
 
+  // The row loop of a row split over a cluster: a row a cluster, the clusters striding over
+  // kiln_m rows; every block of a cluster runs every iteration (the cluster's barriers).
+  void open_cluster_rows() {
+    const int c = cluster();
+    w.line("  const kiln_uidx kiln_bt = threadIdx.x, kiln_bl = blockDim.x;");
+    w.line(
+        "  const kiln_uidx kiln_t = kiln_uidx(kiln_cluster_rank()) * blockDim.x + threadIdx.x, "
+        "kiln_lanes = blockDim.x * {};",
+        c);
+    w.line("  for (kiln_uidx kiln_row = kiln_uidx(blockIdx.x) / {0}; kiln_row < kiln_uidx(kiln_m);",
+           c);
+    w.line("       kiln_row += kiln_uidx(gridDim.x) / {}) {{", c);
+    w.line("    const bool kiln_live = true;");
+  }
+
   void body() {
     if (!s.group)
       for (std::size_t r = 0; r < def.reductions.size(); ++r)
@@ -488,10 +532,14 @@ struct Emit {
         w.line("  const kiln_uidx kiln_nvec = (kiln_uidx(kiln_n) + {}) / {};", 2 * vw() - 2, vw());
       else
         w.line("  const kiln_uidx kiln_nvec = kiln_uidx(kiln_n) / {};", vw());
-      w.line("  const kiln_uidx kiln_in_registers = kiln_uidx({}) * blockDim.x;", int(s.items));
+      // Threads of the row: the block's, or its cluster's.
+      const std::string threads =
+          clustered() ? fmt::format("(blockDim.x * {})", cluster()) : "blockDim.x";
+      w.line("  const kiln_uidx kiln_in_registers = kiln_uidx({}) * {};", int(s.items), threads);
       w.line(
           "  const kiln_uidx kiln_held = kiln_nvec > kiln_in_registers ? (kiln_nvec - "
-          "kiln_in_registers + blockDim.x - 1) / blockDim.x : 0;");
+          "kiln_in_registers + {0} - 1) / {0} : 0;",
+          threads);
       int offset = 0;  // bytes of one vector slot of the leaves before
       for (int j = 0; j < def.nin; ++j) {
         if (!cached(j)) continue;
@@ -502,7 +550,10 @@ struct Emit {
         offset += vw() * int(s.param_dtype(j).itemsize());
       }
     }
-    open_lane_group_rows(w);
+    if (clustered())
+      open_cluster_rows();
+    else
+      open_lane_group_rows(w);
     out_offsets("    ");
     if (shifted()) {
       const int o = def.nin;  // the first output
@@ -525,8 +576,7 @@ struct Emit {
             "{}  const kiln_uidx kiln_e0 = ((kiln_uidx({}) + kiln_i) * kiln_lanes + kiln_t) * {};",
             ind, int(s.items), vw());
         w.line("{}  if (kiln_live && kiln_e0 < {}) {{", ind, end());
-        const std::string slot =
-            fmt::format("kiln_sh_{} + (kiln_i * kiln_lanes + kiln_t) * {}", j, vw());
+        const std::string slot = fmt::format("kiln_sh_{} + {}", j, held_slot());
         if (copy) {
           w.line("{}    kiln_row_copy<{}>({}, reinterpret_cast<const {}*>({}) + {});", ind, bytes,
                  slot, ctype(j), row_pointer(j),
@@ -589,6 +639,7 @@ std::string emit_rows(const RowDefinition& def, const RowSpec& s) {
   SourceWriter w(def.name + ".cu");
   std::string support(device_source("kiln_reduction"));
   support += device_source("kiln_rows");
+  if (s.cluster > 1) support += device_source("kiln_cluster");
   std::vector<ReductionPart> rparts;
   for (const auto& r : def.reductions) rparts.push_back(r.part);
   const std::string parts = reduction_parts_text(rparts);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "rows/row_plan.hpp"
 #include "support/test_support.hpp"
 
 using namespace kiln;
@@ -260,6 +261,59 @@ TEST_CASE("rows too long for a block's registers match the host", "[ops][gpu]") 
   CHECK(mismatches<half>(y, host_softmax(hh, shape[0], shape[1], false), 1e-7, 1e-2) == 0);
 }
 
+TEST_CASE("rows split over a cluster of blocks match the host", "[ops][gpu]") {
+  // Rows too long for one block's registers and shared memory, split over a cluster of 2, 4
+  // or 8 blocks (sm_90; earlier GPUs run them streamed or as passes): a vocabulary of 50257
+  // (odd: shifted windows), 128256, a row of 2^18 + 3, and one whose rows are too few for
+  // two clusters of two per SM (wider clusters). Each phase's totals merge across the
+  // cluster's blocks, so the softmax's max and sum, layer norm's mean and var and std's ddof
+  // all see the whole row.
+  const auto gpu = detail::RowDevice::of(device_properties(current_device()));
+  for (Shape shape : {Shape{300, 50257}, Shape{80, 128256}, Shape{36, 262147}, Shape{100, 50257}}) {
+    INFO(shape.str());
+    {
+      // On sm_90 and later these rows plan as clusters (2, 4, 8 and 4 blocks on an H100 or
+      // H200); what runs below is that plan.
+      const ndarray in = test::untouched(shape), out = test::untouched(shape);
+      const std::vector<const ndarray*> arrays{&in, &out};
+      const std::vector<dtype> types{float32, float32};
+      detail::RowPlan p;
+      const bool rows = detail::plan_rows(shape, 0b10, arrays, types, 1, {4, 2}, gpu, p);
+      if (gpu.cluster_blocks > 1) CHECK((rows && p.spec.cluster > 1));
+    }
+    std::vector<float> h, hg, hb;
+    const ndarray a = random_f32(shape, h);
+    const ndarray g = random_f32({shape[1]}, hg, 0.5, 2), b = random_f32({shape[1]}, hb);
+    const auto x = lazy(a);
+    ndarray y = poisoned(shape, float32);
+    eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
+    CHECK(mismatches(y, host_softmax(h, shape[0], shape[1], false), 1e-9, 1e-5) == 0);
+    ndarray ls = poisoned(shape, float32);
+    eval_into((x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true)), ls);
+    CHECK(mismatches(ls, host_softmax(h, shape[0], shape[1], true), 1e-5, 1e-5) == 0);
+    ndarray ln = poisoned(shape, float32);
+    eval_into((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b, ln);
+    CHECK(mismatches(ln, host_layer_norm(h, shape[0], shape[1], hg, hb, 1e-5), 1e-4, 1e-4) == 0);
+    // std with ddof 1: the row's count, not a block's, in the divisor.
+    ndarray st = poisoned(shape, float32);
+    eval_into((x - mean(x, -1, true)) / kiln::std(x, -1, true, {.ddof = 1}), st);
+    std::vector<double> want =
+        host_layer_norm(h, shape[0], shape[1], std::vector<float>(std::size_t(shape[1]), 1.0f),
+                        std::vector<float>(std::size_t(shape[1]), 0.0f), 0);
+    const double scale = std::sqrt(double(shape[1] - 1) / double(shape[1]));
+    for (auto& v : want) v *= scale;
+    CHECK(mismatches(st, want, 1e-4, 1e-4) == 0);
+  }
+  // float16 rows of 100000 (8 elements a window), computed in float32.
+  const Shape shape{300, 100000};
+  std::vector<float> hh;
+  const ndarray ah = random_f16(shape, hh);
+  const auto x = lazy(ah);
+  ndarray y = poisoned(shape, float16);
+  eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
+  CHECK(mismatches<half>(y, host_softmax(hh, shape[0], shape[1], false), 1e-7, 1e-2) == 0);
+}
+
 namespace {
 
 // Softmax (or log-softmax) over axis 0 of a (rows, cols) row-major host array, NumPy's way in
@@ -383,9 +437,12 @@ std::vector<double> host_column_softmax(const std::vector<T>& h, std::int64_t N,
 }
 
 // (x - mean) / sqrt(var + eps) * g[c] + b[c] over axis 1 (no g, b: the plain standardizing).
+// `in_half`: float16 data, whose mean and x - mean NumPy (and kiln) round to float16 (a row of
+// values close together loses most of its deviations' digits there, as it does in NumPy).
 std::vector<double> host_column_norm(const std::vector<float>& h, std::int64_t N, std::int64_t C,
                                      std::int64_t P, const std::vector<float>& g = {},
-                                     const std::vector<float>& b = {}) {
+                                     const std::vector<float>& b = {}, bool in_half = false) {
+  auto round = [&](double v) { return in_half ? double(float(half(float(v)))) : v; };
   std::vector<double> out(h.size());
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t p = 0; p < P; ++p) {
@@ -395,9 +452,11 @@ std::vector<double> host_column_norm(const std::vector<float>& h, std::int64_t N
       m /= double(C);
       for (std::int64_t c = 0; c < C; ++c) q += (h[at(c)] - m) * (h[at(c)] - m);
       q /= double(C);
+      const double mr = round(m);
       for (std::int64_t c = 0; c < C; ++c)
-        out[at(c)] = (h[at(c)] - m) / std::sqrt(q + 1e-5) * (g.empty() ? 1.0 : g[std::size_t(c)]) +
-                     (b.empty() ? 0.0 : b[std::size_t(c)]);
+        out[at(c)] =
+            round(h[at(c)] - mr) / std::sqrt(q + 1e-5) * (g.empty() ? 1.0 : g[std::size_t(c)]) +
+            (b.empty() ? 0.0 : b[std::size_t(c)]);
     }
   return out;
 }
@@ -410,8 +469,8 @@ std::size_t column_standardize_mismatches(const Shape& shape, dtype t, double to
   const auto x = lazy(a);
   ndarray y = poisoned(shape, t);
   eval_into((x - mean(x, 1, true)) / sqrt(var(x, 1, true) + 1e-5), y);
-  const auto want =
-      host_column_norm(h, shape[0], shape[1], shape_size(shape) / shape[0] / shape[1]);
+  const auto want = host_column_norm(h, shape[0], shape[1], shape_size(shape) / shape[0] / shape[1],
+                                     {}, {}, t == float16);
   return t == float16 ? mismatches<half>(y, want, tol, tol) : mismatches(y, want, tol, tol);
 }
 

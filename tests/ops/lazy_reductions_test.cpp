@@ -46,8 +46,8 @@ void compile_some(const RowKernel& k, const aot_target& t) {
   // thread in registers.
   std::vector<std::size_t> some{0, specs.size() / 2, specs.size() - 1};
   for (std::size_t i = 0; i < specs.size(); ++i)
-    if (specs[i].shared && specs[i].out_ndim == 1 && specs[i].index_bits == 32 &&
-        (specs[i].items == 1 || specs[i].items == 4))
+    if (specs[i].shared && specs[i].cluster == 1 && specs[i].out_ndim == 1 &&
+        specs[i].index_bits == 32 && (specs[i].items == 1 || specs[i].items == 4))
       some.push_back(i);
   CHECK(some.size() > 3);
   for (std::size_t i : some) {
@@ -61,8 +61,10 @@ void compile_some(const RowKernel& k, const aot_target& t) {
   CHECK_NOTHROW(cache::compile_cached(before));
 }
 
-// An H200's 132 SMs, 50 MiB of L2 and 228 KiB of shared memory an SM (227 KiB a block).
-constexpr detail::RowDevice kH200{132, std::int64_t(50) << 20, 233472, 232448};
+// An H200's 132 SMs, 50 MiB of L2, 228 KiB of shared memory an SM (227 KiB a block) and
+// clusters of up to 8 blocks; the same GPU without clusters (as GPUs before sm_90 plan).
+constexpr detail::RowDevice kH200{132, std::int64_t(50) << 20, 233472, 232448, 8};
+constexpr detail::RowDevice kNoClusters{132, std::int64_t(50) << 20, 233472, 232448, 1};
 
 bool plan(const Shape& loop, std::uint64_t mask, std::vector<ndarray> arrays, int nin,
           detail::RowPlan& p, const detail::RowDevice& gpu = kH200) {
@@ -278,18 +280,19 @@ TEST_CASE("the row planner takes rows of unit or broadcast steps that fit a bloc
   CHECK(p.spec.wide == 1);
   // Rows along a strided axis do not fit; nor long rows too few for two blocks per SM (4, or
   // 263 of 32000), or whose resident rows neither shared memory nor L2 can hold (264 rows of
-  // 2^18 float32, 264 MiB).
+  // 2^18 float32, 264 MiB), without clusters (rows split over clusters: below).
   CHECK_FALSE(plan({4096, 64}, 0b01,
                    {no_memory({4096, 64}, float32), no_memory({4096, 64}, float32)}, 1, p));
   CHECK_FALSE(plan({4, 1 << 20}, 0b10,
                    {no_memory({4, 1 << 20}, float32), no_memory({4, 1 << 20}, float32)}, 1, p));
   CHECK_FALSE(plan({263, 32000}, 0b10,
-                   {no_memory({263, 32000}, float32), no_memory({263, 32000}, float32)}, 1, p));
+                   {no_memory({263, 32000}, float32), no_memory({263, 32000}, float32)}, 1, p,
+                   kNoClusters));
   CHECK(plan({264, 32000}, 0b10,
              {no_memory({264, 32000}, float32), no_memory({264, 32000}, float32)}, 1, p));
   CHECK_FALSE(plan({4096, 1 << 18}, 0b10,
-                   {no_memory({4096, 1 << 18}, float32), no_memory({4096, 1 << 18}, float32)}, 1,
-                   p));
+                   {no_memory({4096, 1 << 18}, float32), no_memory({4096, 1 << 18}, float32)}, 1, p,
+                   kNoClusters));
   // Rows over two axes that merge (the last two of NCHW's H, W) are one row.
   REQUIRE(plan({8, 16, 28, 28}, 0b1100,
                {no_memory({8, 16, 28, 28}, float32), no_memory({8, 16, 28, 28}, float32)}, 1, p));
@@ -375,7 +378,7 @@ TEST_CASE("shifted rows compile for sm_90 on every row shape", "[ops]") {
     const RowKernel* k = aot::row_kernel(e);
     REQUIRE(k);
     for (const auto& sp : k->specs(row_target(e, e.dtype()))) {
-      if (!sp.shifted || sp.out_ndim != 1 || sp.index_bits != 32) continue;
+      if (!sp.shifted || sp.cluster != 1 || sp.out_ndim != 1 || sp.index_bits != 32) continue;
       ++shifted;
       CHECK(sp.vector_width == 16 / e.dtype().itemsize());
       const auto req = k->compile_request(sp, 90);
@@ -638,10 +641,11 @@ TEST_CASE("streamed rows run their reductions in one pass each and compile for s
     CHECK_NOTHROW(cache::compile_cached(req));
   }
   // Layer norm's weights count as every row's bytes in L2 (measured faster as passes): its
-  // rows of 36000 do not stream.
+  // rows of 36000 do not stream; a cluster of two blocks holds them.
   const auto g = lazy(no_memory({s[1]}, float32)), b = lazy(no_memory({s[1]}, float32));
   detail::RowPlan p;
-  CHECK_FALSE(plans_as_rows(standardize * g + b, s, 0b10, p, true));
+  REQUIRE(plans_as_rows(standardize * g + b, s, 0b10, p, true));
+  CHECK((p.spec.items == detail::kHeldRowItems && p.spec.cluster == 2 && p.spec.shared == 1));
 }
 
 TEST_CASE("reductions evaluated together compile as one multi-output reduction kernel", "[ops]") {
@@ -746,4 +750,77 @@ TEST_CASE("var_mean and std_mean compile for sm_90 for every real dtype class", 
       }
     }
   }
+}
+
+TEST_CASE("rows too long for one block split over a cluster of blocks, compiled for sm_90",
+          "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  struct Planned {
+    bool first = false;
+    codegen::RowSpec second;
+    std::uint32_t shared_bytes = 0, grid = 0;
+    int lanes = 0;
+  };
+  auto planned = [](std::int64_t m, std::int64_t n, const detail::RowDevice& gpu) {
+    detail::RowPlan p;
+    const ndarray x = test::untouched({m + 1, n});  // a view: windows inside its buffer
+    const bool ok = plan({m, n}, 0b10, {x(slice(0, m)), test::untouched({m, n})}, 1, p, gpu);
+    return Planned{ok, p.spec, p.shared_bytes, p.grid, p.lanes};
+  };
+  // A vocabulary of 50257 float32 (12565 windows of 4): one block would hold 4 windows a
+  // thread in registers and 21 in shared memory (168 KiB, past half an SM's), and its rows in
+  // flight would not fit L2 (264 x 196 KiB); two blocks of a cluster hold it, 4 windows a
+  // thread in registers and 9 in shared memory (72 KiB a block). The grid: two blocks a row.
+  {
+    const Planned p = planned(2048, 50257, kH200);
+    REQUIRE(p.first);
+    CHECK((p.second.cluster == 2 && p.second.items == 4 && p.second.shared == 1 &&
+           p.second.shifted == 1));
+    CHECK(p.shared_bytes == 9 * 512 * 16);
+    CHECK((p.lanes == 512 && p.grid == 2 * 2048));
+    CHECK_FALSE(planned(2048, 50257, kNoClusters).first);  // passes there
+  }
+  // The fewest blocks that hold a row: 128256 (4), 2^18 (8); fewer rows than two blocks per
+  // SM take wider clusters (100 rows of 50257: 4 blocks a row, 400 blocks); past 8 blocks'
+  // registers and shared memory, or too few rows for 8, passes.
+  CHECK(planned(1024, 128256, kH200).second.cluster == 4);
+  CHECK(planned(300, 1 << 18, kH200).second.cluster == 8);
+  CHECK(planned(100, 50257, kH200).second.cluster == 4);
+  CHECK_FALSE(planned(300, 1 << 21, kH200).first);
+  CHECK_FALSE(planned(32, 1 << 18, kH200).first);
+  // Rows one block holds, or that stream, keep their plans: 32000 held, 36000 streamed.
+  CHECK((planned(2048, 32000, kH200).second.cluster == 1 &&
+         planned(2048, 32000, kH200).second.shared == 1));
+  CHECK((planned(2048, 36000, kH200).second.cluster == 1 &&
+         planned(2048, 36000, kH200).second.items == 0));
+  // The kernels: softmax, layer norm and std with a ddof split over 2, 4 and 8 blocks, held
+  // and in registers alone, compile for sm_90 (and, never planned there, for sm_75 as plain
+  // wide blocks).
+  const Shape s{2048, 50257};
+  const auto x = lazy(no_memory(s, float32));
+  const auto g = lazy(no_memory({s[1]}, float32)), b = lazy(no_memory({s[1]}, float32));
+  const lazy_expr exprs[] = {exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true),
+                             (x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b,
+                             (x - mean(x, -1, true)) / kiln::std(x, -1, true, {.ddof = 1})};
+  int clustered = 0;
+  for (const lazy_expr& e : exprs) {
+    const RowKernel* k = aot::row_kernel(e);
+    REQUIRE(k);
+    for (const auto& sp : k->specs(row_target(e, e.dtype()))) {
+      if (sp.cluster == 1 || sp.out_ndim != 1 || sp.index_bits != 32 || sp.vector_width != 4 ||
+          sp.shifted || sp.items != 4)
+        continue;
+      ++clustered;
+      for (int arch : {90, 75}) {
+        const auto req = k->compile_request(sp, arch);
+        INFO(req.source);
+        CHECK(req.source.find(fmt::format("KILN_CLUSTER_DIMS({})", int(sp.cluster))) !=
+              std::string::npos);
+        CHECK(req.source.find("kiln_cluster_sync();") != std::string::npos);
+        CHECK_NOTHROW(cache::compile_cached(req));
+      }
+    }
+  }
+  CHECK(clustered == 3 * 2 * 3);  // three kernels, held and in registers, 2, 4 and 8 blocks
 }

@@ -19,6 +19,8 @@
 //   s.items = 0;          // streamed: no registers hold the row; each phase reads it again
 //                         // (from L2, which holds the rows in flight), for rows too long for both
 //   s.shifted = 1;        // rows of any length and start, read in aligned 16-byte windows
+//   s.cluster = 4;        // a wide block's row split over a cluster of 4 blocks (sm_90):
+//                         // rows up to 4x longer held in registers (and shared memory)
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +66,10 @@ struct RowSpec {
                              // elements before it (the first output's shift, found per row);
                              // elements outside the row are skipped, stores that would pass
                              // its ends go element by element (kiln_window_load/_store)
+  std::uint8_t cluster = 1;  // wide blocks: a row split over this many blocks of one cluster
+                             // (1, 2, 4 or 8; sm_90 on), its vectors dealt over all their
+                             // threads; each reduction's block totals merge through the
+                             // blocks' shared memory (kiln_cluster_peer) in rank order
   std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array
 
   dtype param_dtype(int k) const {
@@ -76,6 +82,6 @@ struct RowSpec {
   }
   std::size_t key_size() const { return offsetof(RowSpec, params) + sizeof(OperandSpec) * nparams; }
 };
-static_assert(offsetof(RowSpec, params) == 9);
+static_assert(offsetof(RowSpec, params) == 10);
 
 }  // namespace kiln::codegen

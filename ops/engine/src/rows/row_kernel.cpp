@@ -49,8 +49,8 @@ struct RowKind {
       throw ValueError(
           fmt::format("row kernel '{}': the arrays' layout does not fit a row kernel (rows of {} "
                       "must be one dim with unit or no steps, short enough for a block's "
-                      "registers and shared memory or, streamed, for L2, with rows for two blocks "
-                      "per SM); evaluate "
+                      "registers and shared memory, a cluster's (sm_90) or, streamed, for L2, with "
+                      "rows for two blocks per SM); evaluate "
                       "the expression instead, which plans around it",
                       c.def.name, c.shape.str()));
   }
@@ -132,21 +132,27 @@ std::vector<codegen::RowSpec> RowKernel::specs(const aot_target& t) const {
         for (int items : {1, 2, 4, 8, 0})
           for (int shape : {1, 0, 2, 3})  // a group of lanes, a block, a wide block, a wide
                                           // block holding the rest in shared memory
-            for (int shifted : {0, 1}) {
-              if (items == 0 && shape != 2) continue;  // streamed rows: wide blocks only
-              if (shape == 3 && items > detail::kHeldRowItems) continue;
-              if (shifted && (!shiftable || vw != int(16 / widest))) continue;
-              codegen::RowSpec s = base;
-              s.shifted = std::uint8_t(shifted);
-              s.index_bits = std::uint8_t(bits);
-              s.out_ndim = std::uint8_t(od);
-              s.vector_width = std::uint8_t(vw);
-              s.items = std::uint8_t(items);
-              s.group = shape == 1 ? codegen::kRowLaneGroup : codegen::kRowBlock;
-              s.wide = std::uint8_t(shape >= 2);
-              s.shared = std::uint8_t(shape == 3);
-              out.push_back(s);
-            }
+            for (int shifted : {0, 1})
+              for (int cluster = 1; cluster <= detail::kMaxRowCluster; cluster *= 2) {
+                if (items == 0 && shape != 2) continue;  // streamed rows: wide blocks only
+                if (shape == 3 && items > detail::kHeldRowItems) continue;
+                if (shifted && (!shiftable || vw != int(16 / widest))) continue;
+                // Rows split over a cluster: wide blocks holding the row, up to kHeldRowItems
+                // vectors a thread in registers (sm_90 on).
+                if (cluster > 1 && (shape < 2 || items == 0 || items > detail::kHeldRowItems))
+                  continue;
+                codegen::RowSpec s = base;
+                s.cluster = std::uint8_t(cluster);
+                s.shifted = std::uint8_t(shifted);
+                s.index_bits = std::uint8_t(bits);
+                s.out_ndim = std::uint8_t(od);
+                s.vector_width = std::uint8_t(vw);
+                s.items = std::uint8_t(items);
+                s.group = shape == 1 ? codegen::kRowLaneGroup : codegen::kRowBlock;
+                s.wide = std::uint8_t(shape >= 2);
+                s.shared = std::uint8_t(shape == 3);
+                out.push_back(s);
+              }
   // Columns (lane groups along strided rows): one row a group, an element per access, up to
   // kColumnItems elements a lane in powers of two; or vectors of adjacent rows a group (up to
   // 16 bytes; dtypes of at most 4 bytes, not complex), up to kAcrossItems a lane.

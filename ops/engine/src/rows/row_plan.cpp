@@ -144,8 +144,12 @@ void finish_plan(const Shape& kept, int nops, const std::array<int, kMaxParams>&
                  const StackVector<Shape, kMaxParams>& rs, RowPlan& plan) {
   auto& spec = plan.spec;
   spec.out_ndim = std::uint8_t(kept.size());
-  plan.grid = std::uint32_t(std::clamp<std::int64_t>(
-      (plan.m + plan.rows_per_block - 1) / plan.rows_per_block, 1, 0x7fffffff));
+  // A cluster a row where a row is split: the grid a whole number of clusters.
+  const std::int64_t c = spec.cluster;
+  plan.grid = std::uint32_t(
+      std::clamp<std::int64_t>((plan.m + plan.rows_per_block - 1) / plan.rows_per_block, 1,
+                               0x7fffffff / c) *
+      c);
   plan.dims = kept;
   plan.dims.push_back(plan.n);
   plan.strides.clear();
@@ -300,42 +304,66 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   }
   std::int64_t shared_bytes = 0;
   if (items > kMaxItems || registers() > kMaxCachedRegisters) {
-    // Too long for registers. Wide blocks, two per SM, that need rows for both; otherwise the
-    // reductions run as their own kernels, each spread over the whole GPU.
+    // Too long for registers: wide blocks, two per SM, that need rows for both (a row split
+    // over a cluster of c blocks counts c); otherwise the reductions run as their own
+    // kernels, each spread over the whole GPU.
     const std::int64_t resident = 2 * std::int64_t(gpu.sm_count);
-    if (plan.m < resident) return false;
-    lanes = kMaxLanes;
     // Held: kHeldRowItems vectors a thread in registers, the rest of the row in shared memory,
     // half an SM's a block (less the reductions' slots and the runtime's reserve). Measured
     // on an H100 against streamed, fraction of the copy rate: softmax of (2048, 32000) float32
     // 0.72 -> 0.88, layer norm 0.60 -> 0.78, log_softmax of (2097, 32000) 0.77 -> 0.91 (8
     // vectors a thread in registers: 0.80, 0.66, 0.89).
-    items = kHeldRowItems;
-    while (items > 1 && registers() > kMaxCachedRegisters) items /= 2;
-    const std::int64_t held = (nvec - lanes * items + lanes - 1) / lanes;
-    const std::int64_t bytes = held * lanes * vw * cached_bytes;
     // One block per SM with all its shared memory ran slower than the passes (H100, (2048,
     // 50257) float32, one element per access: softmax 0.44 against 0.47 of the copy rate,
     // layer norm 0.22 against 0.55).
+    items = kHeldRowItems;
+    while (items > 1 && registers() > kMaxCachedRegisters) items /= 2;
     const std::int64_t budget =
         std::min(gpu.shared_per_block, gpu.shared_per_sm / 2 - kSharedReserve);
-    if (cached_bytes > 0 && registers() <= kMaxCachedRegisters && bytes <= budget) {
-      shared_bytes = bytes;
-    } else {
-      // Streamed, each phase reading the row again, from L2 while the rows two blocks per SM
-      // work on fit in three quarters of it (the rest for the outputs' writes). Measured on an
-      // H200, rows of 32000 float32 (2048 rows), fraction of the copy rate as passes ->
-      // streamed: softmax 0.39 -> 0.59, log_softmax 0.40 -> 0.65, layer norm 0.43 -> 0.43.
-      // Inputs every row shares (layer norm's weights) count per row too: counted once,
-      // layer norm of (2048, 36000) float32 streamed at 0.54 of the copy rate against 0.58 as
-      // passes (H200).
-      std::int64_t row_bytes = 0;
-      for (int j = 0; j < nops; ++j)
-        if (ops[std::size_t(j)] < nin && rs[std::size_t(j)][0] != 0)
-          row_bytes += plan.n * std::int64_t(types[std::size_t(ops[std::size_t(j)])].itemsize());
-      if (row_bytes * resident > gpu.l2_bytes / 4 * 3) return false;
+    auto held_bytes = [&](std::int64_t c) {  // a block's, the row over c blocks
+      const std::int64_t all = kMaxLanes * c;
+      return std::max<std::int64_t>((nvec - all * items + all - 1) / all, 0) * kMaxLanes * vw *
+             cached_bytes;
+    };
+    auto holds = [&](std::int64_t c) {
+      return plan.m * c >= resident && cached_bytes > 0 && registers() <= kMaxCachedRegisters &&
+             held_bytes(c) <= budget;
+    };
+    // Streamed, each phase reading the row again, from L2 while the rows two blocks per SM
+    // work on fit in three quarters of it (the rest for the outputs' writes). Measured on an
+    // H200, rows of 32000 float32 (2048 rows), fraction of the copy rate as passes ->
+    // streamed: softmax 0.39 -> 0.59, log_softmax 0.40 -> 0.65, layer norm 0.43 -> 0.43.
+    // Inputs every row shares (layer norm's weights) count per row too: counted once,
+    // layer norm of (2048, 36000) float32 streamed at 0.54 of the copy rate against 0.58 as
+    // passes (H200).
+    std::int64_t row_bytes = 0;
+    for (int j = 0; j < nops; ++j)
+      if (ops[std::size_t(j)] < nin && rs[std::size_t(j)][0] != 0)
+        row_bytes += plan.n * std::int64_t(types[std::size_t(ops[std::size_t(j)])].itemsize());
+    const bool streams = plan.m >= resident && row_bytes * resident <= gpu.l2_bytes / 4 * 3;
+    // Held by one block, else streamed, else held by the fewest blocks of a cluster (sm_90
+    // on), else passes. Measured on an H200 (layout sweep, fraction of the copy rate, two
+    // runs each), passes -> held by a cluster: softmax of (2048, 50257) float32 0.557, 0.557
+    // -> 0.620, 0.643 (2 blocks), layer norm 0.481, 0.479 -> 0.586, 0.597, log_softmax of
+    // (1024, 128256) 0.618, 0.618 -> 0.668, 0.681 (4), layer norm of (2048, 36000) 0.581,
+    // 0.581 -> 0.603, 0.615 (2). Streamed rows split over a cluster (L2 holding a block's
+    // share) measured no better than held: 0.601, 0.588; 0.416, 0.401; 0.681, 0.670; 0.399,
+    // 0.398; and softmax of (2048, 36000) streamed by one block beat a cluster's held row
+    // (0.705, 0.709 against 0.604, 0.618). The fewest blocks: twice and four times as many
+    // ran slower (softmax of (2048, 50257) 0.63 -> 0.49 -> 0.36, layer norm of (2048, 36000)
+    // 0.61 -> 0.45 -> 0.27).
+    std::int64_t c = 0;
+    if (holds(1)) {
+      c = 1;
+      shared_bytes = held_bytes(1);
+    } else if (streams) {
+      c = 1;
       items = 0;
     }
+    for (std::int64_t k = 2; !c && k <= gpu.cluster_blocks; k *= 2)
+      if (holds(k)) c = k, shared_bytes = held_bytes(k);
+    if (!c) return false;
+    lanes = kMaxLanes * c;
   }
   plan.shared_bytes = std::uint32_t(shared_bytes);
   spec.shared = std::uint8_t(shared_bytes > 0);
@@ -343,8 +371,9 @@ bool plan_rows(const Shape& loop, std::uint64_t mask, std::span<const ndarray* c
   spec.shifted = std::uint8_t(shifted);
   spec.items = std::uint8_t(items);
   spec.group = lanes <= 32 ? codegen::kRowLaneGroup : codegen::kRowBlock;
-  spec.wide = lanes == kMaxLanes;
-  plan.lanes = int(lanes);
+  spec.wide = lanes >= kMaxLanes;
+  spec.cluster = std::uint8_t(std::max<std::int64_t>(lanes / kMaxLanes, 1));
+  plan.lanes = int(std::min<std::int64_t>(lanes, kMaxLanes));
   plan.rows_per_block = spec.group ? kGroupThreads / int(lanes) : 1;
   finish_plan(kept, nops, ops, types, ks, rs, plan);
   return true;

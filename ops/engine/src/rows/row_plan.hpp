@@ -40,16 +40,21 @@ inline constexpr int kColumnItems = 16;
 /// group, row_plan.cpp): 8 vectors of 16 bytes a thread at most.
 inline constexpr int kAcrossItems = 8;
 
+/// The most blocks of a cluster one row splits over (sm_90 on; 8 is every sm_90 part's
+/// portable cluster size).
+inline constexpr int kMaxRowCluster = 8;
+
 /// What the row planner needs to know of the GPU.
 struct RowDevice {
   int sm_count = 0;
   std::int64_t l2_bytes = 0;
   std::int64_t shared_per_sm = 0;     // shared memory of one multiprocessor
   std::int64_t shared_per_block = 0;  // the most one block may take (opted in)
+  int cluster_blocks = 1;             // the most blocks a row may split over (a cluster)
   static RowDevice of(const DeviceProperties& p) {
     return {p.multiprocessor_count, std::int64_t(p.l2_cache_bytes),
             std::int64_t(p.shared_memory_per_multiprocessor),
-            std::int64_t(p.shared_memory_per_block_optin)};
+            std::int64_t(p.shared_memory_per_block_optin), p.major >= 9 ? kMaxRowCluster : 1};
   }
 };
 

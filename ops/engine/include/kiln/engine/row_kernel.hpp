@@ -14,9 +14,12 @@
 //   auto reqs = k->compile_requests({.dtypes = {kiln::float32, kiln::float32}}, 90);
 //
 // A row is the reduced axes of the output's shape; they must collapse to one dim along which
-// every array has unit steps or none (a broadcast array), at most 512 threads x 8 vectors
-// of 16 bytes long; the arrays read in more than one phase are held in registers. Calls take
-// the expression's leaves, then its outputs (arrays of the full shape).
+// every array has unit steps or none (a broadcast array). The arrays read in more than one
+// phase are held on chip: in a block's registers (up to 512 threads x 8 vectors of 16 bytes),
+// then its shared memory too. A longer row streams from L2 where L2 holds the rows of two
+// blocks an SM, and otherwise (sm_90 on) is held by a cluster of up to 8 blocks, whose
+// reductions merge through each other's shared memory. Calls take the expression's leaves,
+// then its outputs (arrays of the full shape).
 #include <span>
 #include <string>
 #include <vector>
@@ -45,8 +48,8 @@ class RowKernel : public generated_kernel<RowKernel, codegen::RowDefinition, cod
   // ---- ahead of time (no GPU needed); also compile_requests, compile_request, source and
   // compile_for (generated_kernel.hpp) ----
   /// Every spec a call with arrays of target.dtypes can ask for: output dims 1..max_ndim,
-  /// every vector width, 1, 2, 4 or 8 vectors per thread, a group of lanes or a block per
-  /// row, 32/64-bit indices.
+  /// every vector width, 1, 2, 4 or 8 vectors per thread, a group of lanes, a block or a
+  /// cluster of 2, 4 or 8 wide blocks per row (sm_90 on), 32/64-bit indices.
   std::vector<codegen::RowSpec> specs(const aot_target& target) const;
   static std::string emit(const codegen::RowDefinition& def, const codegen::RowSpec& spec);
 
