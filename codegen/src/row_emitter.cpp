@@ -436,7 +436,9 @@ struct Emit {
       } else {
         // The cluster's blocks: every block merges all their totals in rank order (the same
         // value in each), then waits until every block has read them before a later phase or
-        // row writes its total again (or the block exits).
+        // row writes its total again (or the block exits). One barrier a phase (totals in two
+        // slots by row parity, one barrier before the blocks exit) measured no faster on an
+        // H200: softmax of (2048, 50257) float32 0.650, 0.644 -> 0.626, 0.629 of the copy rate.
         w.line("{}kiln_cluster_sync();", ind);
         each([&](std::size_t r) {
           w.line("{}kiln_a{} = kiln_r{}::init();", ind, r, r);
