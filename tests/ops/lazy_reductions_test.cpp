@@ -2,6 +2,7 @@
 // statistics, the row layouts it accepts, and every new kernel (row kernels, composite
 // reductions, var_mean) compiled by NVRTC for sm_90. No GPU: trees are built over arrays with
 // no memory, and nothing here is evaluated.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "kiln/cache/compile_cache.hpp"
@@ -752,8 +753,7 @@ TEST_CASE("var_mean and std_mean compile for sm_90 for every real dtype class", 
   }
 }
 
-TEST_CASE("rows too long for one block split over a cluster of blocks, compiled for sm_90",
-          "[ops]") {
+TEST_CASE("rows too long for one block split over a cluster of blocks compile for sm_90", "[ops]") {
   test::TempDir dir;
   test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
   struct Planned {
@@ -823,4 +823,12 @@ TEST_CASE("rows too long for one block split over a cluster of blocks, compiled 
     }
   }
   CHECK(clustered == 3 * 2 * 3);  // three kernels, held and in registers, 2, 4 and 8 blocks
+  // Ahead of time, a GPU before sm_90 gets no cluster specs (it never plans them).
+  const RowKernel* k = aot::row_kernel(exprs[0]);
+  const auto all = k->specs(row_target(exprs[0], float32));
+  const auto without = std::count_if(all.begin(), all.end(),
+                                     [](const codegen::RowSpec& sp) { return sp.cluster == 1; });
+  CHECK(without < std::int64_t(all.size()));
+  CHECK(k->compile_requests(row_target(exprs[0], float32), 90).size() == all.size());
+  CHECK(std::int64_t(k->compile_requests(row_target(exprs[0], float32), 80).size()) == without);
 }

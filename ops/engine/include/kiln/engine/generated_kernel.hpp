@@ -48,11 +48,14 @@ class generated_kernel {
   const Definition& definition() const noexcept { return *def_; }
 
   // ---- ahead of time (no GPU needed): kiln-cache, CPU tests ----
-  /// The compile requests of every spec of specs(target), for `arch` (e.g. 90).
+  /// The compile requests of every spec of specs(target) that `arch` (e.g. 90) can run: a kind
+  /// whose specs need a newer GPU says which (Kernel::runs_on(spec, arch): a row split over a
+  /// cluster of blocks needs sm_90).
   std::vector<cache::CompileRequest> compile_requests(const aot_target& target, int arch) const {
     cache::check_arch(arch);
     std::vector<cache::CompileRequest> out;
-    for (const Spec& spec : self().specs(target)) out.push_back(compile_request(spec, arch));
+    for (const Spec& spec : self().specs(target))
+      if (runs(spec, arch)) out.push_back(compile_request(spec, arch));
     return out;
   }
   /// The CUDA C++ source for a spec.
@@ -74,6 +77,12 @@ class generated_kernel {
 
  private:
   const Kernel& self() const { return static_cast<const Kernel&>(*this); }
+  static bool runs(const Spec& spec, int arch) {
+    if constexpr (requires { Kernel::runs_on(spec, arch); })
+      return Kernel::runs_on(spec, arch);
+    else
+      return true;
+  }
 };
 
 }  // namespace kiln

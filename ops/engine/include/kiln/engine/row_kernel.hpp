@@ -52,6 +52,11 @@ class RowKernel : public generated_kernel<RowKernel, codegen::RowDefinition, cod
   /// cluster of 2, 4 or 8 wide blocks per row (sm_90 on), 32/64-bit indices.
   std::vector<codegen::RowSpec> specs(const aot_target& target) const;
   static std::string emit(const codegen::RowDefinition& def, const codegen::RowSpec& spec);
+  /// Whether a GPU of `arch` runs `spec`: a row split over a cluster needs sm_90
+  /// (compile_requests leaves the others out; compile_request compiles any).
+  static bool runs_on(const codegen::RowSpec& spec, int arch) {
+    return spec.cluster <= 1 || arch >= 90;
+  }
 
  private:
   std::uint64_t mask_ = 0;
