@@ -172,6 +172,28 @@ TEST_CASE("row kernels dividing by a row's value give IEEE division's results bi
   CHECK(row_division_mismatches({16, 100, 513}, 1) == 0);  // columns
 }
 
+namespace {
+
+// Softmax, log-softmax and layer norm (random weights) over the last axis of float32 rows `a`
+// (`h` on the host), each into a poisoned output, against the host's.
+void softmax_and_layer_norm_match(const Shape& shape, const ndarray& a,
+                                  const std::vector<float>& h) {
+  std::vector<float> hg, hb;
+  const ndarray g = random_f32({shape[1]}, hg, 0.5, 2), b = random_f32({shape[1]}, hb);
+  const auto x = lazy(a);
+  ndarray y = poisoned(shape, float32);
+  eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
+  CHECK(mismatches(y, host_softmax(h, shape[0], shape[1], false), 1e-9, 1e-5) == 0);
+  ndarray ls = poisoned(shape, float32);
+  eval_into((x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true)), ls);
+  CHECK(mismatches(ls, host_softmax(h, shape[0], shape[1], true), 1e-5, 1e-5) == 0);
+  ndarray ln = poisoned(shape, float32);
+  eval_into((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b, ln);
+  CHECK(mismatches(ln, host_layer_norm(h, shape[0], shape[1], hg, hb, 1e-5), 1e-4, 1e-4) == 0);
+}
+
+}  // namespace
+
 TEST_CASE("rows too long for a block's registers match the host", "[ops][gpu]") {
   // Enough rows for two blocks per SM, the rest of each row past the registers' held in
   // shared memory: vectors of four (32000, a vocabulary), single elements (an odd length), and
@@ -179,19 +201,8 @@ TEST_CASE("rows too long for a block's registers match the host", "[ops][gpu]") 
   // H100 or H200), streamed: each phase reading its row again from L2.
   for (Shape shape : {Shape{600, 32000}, Shape{300, 20001}, Shape{400, 18432}, Shape{600, 36000}}) {
     INFO(shape.str());
-    std::vector<float> h, hg, hb;
-    const ndarray a = random_f32(shape, h);
-    const ndarray g = random_f32({shape[1]}, hg, 0.5, 2), b = random_f32({shape[1]}, hb);
-    const auto x = lazy(a);
-    ndarray y = poisoned(shape, float32);
-    eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
-    CHECK(mismatches(y, host_softmax(h, shape[0], shape[1], false), 1e-9, 1e-5) == 0);
-    ndarray ls = poisoned(shape, float32);
-    eval_into((x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true)), ls);
-    CHECK(mismatches(ls, host_softmax(h, shape[0], shape[1], true), 1e-5, 1e-5) == 0);
-    ndarray ln = poisoned(shape, float32);
-    eval_into((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b, ln);
-    CHECK(mismatches(ln, host_layer_norm(h, shape[0], shape[1], hg, hb, 1e-5), 1e-4, 1e-4) == 0);
+    std::vector<float> h;
+    softmax_and_layer_norm_match(shape, random_f32(shape, h), h);
   }
   {
     // Streamed standardizing (no weights) runs var as one-pass moments: data far from zero
@@ -281,19 +292,10 @@ TEST_CASE("rows split over a cluster of blocks match the host", "[ops][gpu]") {
       const bool rows = detail::plan_rows(shape, 0b10, arrays, types, 1, {4, 2}, gpu, p);
       if (gpu.cluster_blocks > 1) CHECK((rows && p.spec.cluster > 1));
     }
-    std::vector<float> h, hg, hb;
+    std::vector<float> h;
     const ndarray a = random_f32(shape, h);
-    const ndarray g = random_f32({shape[1]}, hg, 0.5, 2), b = random_f32({shape[1]}, hb);
+    softmax_and_layer_norm_match(shape, a, h);
     const auto x = lazy(a);
-    ndarray y = poisoned(shape, float32);
-    eval_into(exp(x - max(x, -1, true)) / sum(exp(x - max(x, -1, true)), -1, true), y);
-    CHECK(mismatches(y, host_softmax(h, shape[0], shape[1], false), 1e-9, 1e-5) == 0);
-    ndarray ls = poisoned(shape, float32);
-    eval_into((x - max(x, -1, true)) - log(sum(exp(x - max(x, -1, true)), -1, true)), ls);
-    CHECK(mismatches(ls, host_softmax(h, shape[0], shape[1], true), 1e-5, 1e-5) == 0);
-    ndarray ln = poisoned(shape, float32);
-    eval_into((x - mean(x, -1, true)) / sqrt(var(x, -1, true) + 1e-5f) * g + b, ln);
-    CHECK(mismatches(ln, host_layer_norm(h, shape[0], shape[1], hg, hb, 1e-5), 1e-4, 1e-4) == 0);
     // std with ddof 1: the row's count, not a block's, in the divisor.
     ndarray st = poisoned(shape, float32);
     eval_into((x - mean(x, -1, true)) / kiln::std(x, -1, true, {.ddof = 1}), st);
