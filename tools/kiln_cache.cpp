@@ -635,7 +635,7 @@ int run_devices(const Common& c) {
 struct ElementwiseArgs {
   std::string in_params, out_params, operation, name, preamble;
   std::vector<std::string> dtypes, options;
-  std::vector<int> scalars;
+  std::vector<int> scalars, uniforms;
   std::string arch = "90";
   int ndim = 1, index_bits = 32, vector_width = 1, raw_ndim = 1;
   bool strided = false;
@@ -650,7 +650,7 @@ int run_elementwise(const Common& c, const ElementwiseArgs& a) {
   kiln::ElementwiseKernel k(a.in_params, a.out_params, a.operation, a.name, opts);
   std::vector<kiln::dtype> dtypes;
   for (const auto& d : a.dtypes) dtypes.push_back(kiln::dtype::from_name(d));
-  kiln::aot_target t{.dtypes = dtypes, .scalar_inputs = a.scalars};
+  kiln::aot_target t{.dtypes = dtypes, .scalar_inputs = a.scalars, .uniform_inputs = a.uniforms};
   t.only = kiln::elementwise_layout{
       .layout = a.strided ? kiln::codegen::Layout::strided : kiln::codegen::Layout::contiguous,
       .ndim = a.ndim,
@@ -796,6 +796,9 @@ int main(int argc, char** argv) {
       ->required()
       ->delimiter(',');
   ew->add_option("--scalars", a.scalars, "indices of inputs passed as scalars")->delimiter(',');
+  ew->add_option("--uniforms", a.uniforms,
+                 "indices of inputs passed as one-element arrays (a 0-d array, shape (1,))")
+      ->delimiter(',');
   ew->add_option("--arch", a.arch, "compute capability, e.g. 90 for sm_90")->capture_default_str();
   ew->add_flag("--strided", a.strided, "strided layout (default: contiguous)");
   ew->add_option("--ndim", a.ndim, "strided: collapsed dimensions")->capture_default_str();

@@ -149,13 +149,17 @@ std::string describe(const codegen::ElementwiseSpec& s) {
     if (s.log2_unit_cols) v += " cols by " + std::to_string(s.unit_cols());
     if (s.log2_unit_rows) v += " rows by " + std::to_string(s.unit_rows());
   }
+  const std::string uniforms =
+      params_where([&](int k) { return s.kind(k) == codegen::OperandKind::uniform; });
+  if (!uniforms.empty()) v += ", one element" + uniforms;
   return v + " i" + std::to_string(s.index_bits);
 }
 
 std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEntry& e, int arch) {
-  Fields f(e.json, {"name", "in_params", "out_params", "operation", "preamble", "loop_prep",
-                    "after_loop", "reduce_dims", "no_return", "return_tuple", "options", "dtypes",
-                    "scalar_inputs", "max_ndim", "index64", "raw_ndim", "layout"});
+  Fields f(e.json,
+           {"name", "in_params", "out_params", "operation", "preamble", "loop_prep", "after_loop",
+            "reduce_dims", "no_return", "return_tuple", "options", "dtypes", "scalar_inputs",
+            "uniform_inputs", "max_ndim", "index64", "raw_ndim", "layout"});
   elementwise_kernel_options opts;
   const std::string in = f.str("in_params", true), out = f.str("out_params", true);
   const std::string op = f.str("operation", true), name = f.str("name", true);
@@ -169,6 +173,7 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
 
   aot_target base;
   base.scalar_inputs = f.ints("scalar_inputs", 0, kMaxParams - 1);
+  base.uniform_inputs = f.ints("uniform_inputs", 0, kMaxParams - 1);
   base.max_ndim = f.integer("max_ndim", base.max_ndim, 1, kMaxNdim);
   base.index64 = f.boolean("index64", base.index64);
   base.raw_ndim = f.integer("raw_ndim", base.raw_ndim, 0, kMaxNdim);

@@ -2,6 +2,8 @@
 // before any device work, results, and ahead-of-time compiles for sm_90.
 #include "kiln/engine/elementwise_kernel.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
@@ -14,6 +16,7 @@
 #include "kiln/engine/elementwise_builtins.hpp"
 #include "kiln/runtime/error.hpp"
 #include "kiln/runtime/memory.hpp"
+#include "support/random_layouts.hpp"
 #include "support/test_support.hpp"
 
 using namespace kiln;
@@ -460,9 +463,8 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
 
 namespace {
 // The layout plan of k(args...) on metadata-only arrays (the planner needs no device).
-codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::initializer_list<ndarray> arrays,
+codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::vector<kernel_arg> args,
                                  launch_options options = {}, std::uint64_t* scattered = nullptr) {
-  std::vector<kernel_arg> args(arrays.begin(), arrays.end());
   args.emplace_back(options);
   detail::KernelCall c(k.definition());
   const auto bound = detail::take_launch_options(c, args);
@@ -474,6 +476,10 @@ codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::initializer_li
   detail::plan_elementwise(c, k.definition(), true, plan);
   if (scattered) *scattered = plan.scattered;
   return plan.spec;
+}
+codegen::ElementwiseSpec plan_of(const ElementwiseKernel& k, std::initializer_list<ndarray> arrays,
+                                 launch_options options = {}, std::uint64_t* scattered = nullptr) {
+  return plan_of(k, std::vector<kernel_arg>(arrays.begin(), arrays.end()), options, scattered);
 }
 std::uint64_t scattered_of(const ElementwiseKernel& k, std::initializer_list<ndarray> arrays) {
   std::uint64_t mask = 0;
@@ -736,6 +742,165 @@ TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtype
       CHECK(listed(plan));
     }
   }
+}
+
+TEST_CASE("every plan of a random layout is among the ahead-of-time specs of its binding",
+          "[ops]") {
+  // kiln-cache precompiles specs(): a call whose plan is not among them would compile at run
+  // time, or fail where KILN_DISALLOW_COMPILE forbids it. Seeded draws of every layout family
+  // (broadcasts, one-element inputs among them, permutations of the inputs or the output,
+  // slices with offsets, steps and reversals, and mixes), every dtype class, and a host scalar
+  // wider than the arrays; each call's binding as a user would write it: the dtypes, which
+  // inputs are C++ scalars and which are one-element arrays.
+  const ElementwiseKernel sub("T x, T y", "T z", "z = x - y", "aot_random_sub");
+  const ElementwiseKernel scale("T x, float64 s", "T z", "z = x * s", "aot_random_scale");
+  const dtype types[] = {float32, float16, bfloat16, float64, int8, int32, complex64};
+  std::mt19937_64 g(20261201);
+  auto pick = [&](int n) { return int(std::uniform_int_distribution<int>(0, n - 1)(g)); };
+  auto chance = [&](double p) { return std::uniform_real_distribution<>(0, 1)(g) < p; };
+  std::map<std::string, std::set<std::string>> listed;  // binding -> its specs' keys
+  int draws = 0, one_element = 0, scalars = 0, missing = 0;
+  for (int draw = 0; draw < 2500; ++draw) {
+    const dtype t = types[pick(7)];
+    const int nd = 1 + pick(4);
+    const double elements = chance(0.1) ? 3e9 : chance(0.5) ? 2e7 : 3e5;  // some past 2^31
+    const Shape s = test::random_shape(g, nd, elements);
+    const int family = pick(4);
+    ndarray x, y, z;
+    if (family == 0) {  // broadcasts into a contiguous output
+      x = test::untouched(test::broadcast_shape(g, s, 0.4), t);
+      y = test::untouched(test::broadcast_shape(g, s, 0.5), t);
+      z = test::untouched(s, t);
+    } else if (family == 1) {  // permuted inputs or output
+      const int which = pick(3);
+      x = which == 2 ? test::untouched(s, t) : test::random_view(g, s, t, true, false);
+      y = which == 1 ? test::random_view(g, s, t, true, false) : test::untouched(s, t);
+      z = which == 2 ? test::random_view(g, s, t, true, false) : test::untouched(s, t);
+    } else if (family == 2) {  // slices
+      x = test::random_view(g, s, t, false, true);
+      y = chance(0.5) ? test::random_view(g, s, t, false, true) : test::untouched(s, t);
+      z = chance(0.25) ? test::random_view(g, s, t, false, true) : test::untouched(s, t);
+    } else {  // a permuted slice against a broadcast, into a maybe sliced output
+      x = test::random_view(g, s, t, true, true);
+      y = test::untouched(test::broadcast_shape(g, s, 0.5), t);
+      z = chance(0.3) ? test::random_view(g, s, t, false, true) : test::untouched(s, t);
+    }
+    const bool scalar = draw % 4 == 3;
+    const ElementwiseKernel& k = scalar ? scale : sub;
+    aot_target binding{.dtypes = {t, scalar ? float64 : t}, .max_ndim = 4};
+    if (scalar) binding.scalar_inputs = {1};
+    if (test::is_one_element(x)) binding.uniform_inputs.push_back(0);
+    if (!scalar && test::is_one_element(y)) binding.uniform_inputs.push_back(1);
+    std::string name = fmt::format("{} {}", k.name(), t.name());
+    for (int u : binding.uniform_inputs) name += fmt::format(" uniform {}", u);
+    auto& keys = listed[name];
+    if (keys.empty())
+      for (const auto& spec : k.specs(binding)) keys.insert(test::spec_key(spec));
+    const auto plan = scalar ? plan_of(k, {x, 2.5, z}) : plan_of(k, {x, y, z});
+    ++draws;
+    one_element += !binding.uniform_inputs.empty();
+    scalars += scalar;
+    if (keys.count(test::spec_key(plan))) continue;
+    if (++missing > 5) continue;  // the first few name their layouts
+    INFO("draw " << draw << ", " << name << "; x " << test::describe(x) << "; y "
+                 << (scalar ? std::string("a scalar") : test::describe(y)) << "; z "
+                 << test::describe(z));
+    CHECK(keys.count(test::spec_key(plan)) == 1);
+  }
+  CHECK(missing == 0);
+  CHECK(draws == 2500);
+  CHECK(one_element > 200);  // the draws reach one-element inputs, alone and paired
+  CHECK(scalars > 500);
+}
+
+TEST_CASE("one-element inputs and scalars wider than the arrays have their own ahead-of-time specs",
+          "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  using codegen::Layout;
+  using codegen::OperandKind;
+  // x - m with m a 0-d array (x - x.mean()): every spec reads m once per thread, and the
+  // plan of such a call is among them; one-element inputs are no array operands, so the
+  // patterns over array inputs (staged, constant along the rows) leave them out.
+  const ElementwiseKernel sub("T x, T y", "T z", "z = x - y", "aot_uniform_sub");
+  const auto m = sub.specs({.dtypes = {float16, float16}, .uniform_inputs = {1}});
+  REQUIRE(!m.empty());
+  std::set<Layout> layouts;
+  for (const auto& s : m) {
+    CHECK(s.kind(1) == OperandKind::uniform);
+    CHECK(s.params[1].staged == 0);
+    layouts.insert(s.layout);
+  }
+  CHECK(layouts == std::set<Layout>{Layout::contiguous, Layout::strided, Layout::gathered,
+                                    Layout::tiled});  // no packed box: one array input
+  const ndarray x = test::untouched({4096, 4097}, float16),
+                z = test::untouched({4096, 4097}, float16);
+  for (const ndarray& mean : {test::untouched({}, float16), test::untouched({1, 1}, float16)}) {
+    const std::string key = test::spec_key(plan_of(sub, {x, mean, z}));
+    CHECK(std::any_of(m.begin(), m.end(), [&](const auto& s) { return test::spec_key(s) == key; }));
+  }
+  // Fewer than the all-array list (no patterns of the one-element input), and as many for
+  // either input; both one-element (a broadcast of two values) has specs of its own too.
+  const auto all = sub.specs({.dtypes = {float16, float16}});
+  CHECK(m.size() < all.size());
+  CHECK(sub.specs({.dtypes = {float16, float16}, .uniform_inputs = {0}}).size() == m.size());
+  const auto both = sub.specs({.dtypes = {float16, float16}, .uniform_inputs = {0, 1}});
+  CHECK(std::all_of(both.begin(), both.end(), [](const auto& s) {
+    return s.kind(0) == OperandKind::uniform && s.kind(1) == OperandKind::uniform;
+  }));
+  // Every layout class compiles for sm_90 with the one-element input, float16 and float32.
+  for (dtype t : {float16, float32}) {
+    std::set<Layout> compiled;
+    for (const auto& s : sub.specs({.dtypes = {t, t}, .uniform_inputs = {1}, .index64 = false}))
+      if (compiled.insert(s.layout).second) {
+        const auto req = sub.compile_request(s, 90);
+        INFO(req.source);
+        CHECK_NOTHROW(cache::compile_cached(req));
+      }
+    CHECK(compiled.size() == 4);
+  }
+  // A float64 scale of float16 arrays (a C++ double): the vectors are the arrays' (16 bytes of
+  // float16), as a call plans them; before, specs() narrowed them to the scalar's width or
+  // threw on the gathered ones.
+  const ElementwiseKernel scale("T x, float64 s", "T z", "z = x * s", "aot_wide_scalar");
+  const auto wide = scale.specs({.dtypes = {float16, float64}, .scalar_inputs = {1}});
+  int widest = 0;
+  for (const auto& s : wide) widest = std::max(widest, int(s.vector_width));
+  CHECK(widest == 8);
+  const std::string planned = test::spec_key(plan_of(scale, {x, 2.5, z}));
+  CHECK(std::any_of(wide.begin(), wide.end(),
+                    [&](const auto& s) { return test::spec_key(s) == planned; }));
+  // An exact layout with the call's kinds (target.only).
+  const auto exact = scale.specs({.dtypes = {float16, float64},
+                                  .scalar_inputs = {1},
+                                  .only = elementwise_layout{.vector_width = 8}});
+  REQUIRE(exact.size() == 1);
+  CHECK((exact[0].vector_width == 8 && exact[0].kind(1) == OperandKind::scalar));
+  // Placeholders resolve as in a call: a scalar does not bind T (CuPy's rule), so a double
+  // scale of float16 arrays is float16 in the kernel, as k(x, 2.5) is.
+  const auto weak = sub.specs({.dtypes = {float16, float64}, .scalar_inputs = {1}});
+  CHECK(weak.front().param_dtype(1) == float16);
+  // Bad bindings name what is wrong.
+  CHECK_THROWS_WITH(sub.specs({.dtypes = {float16, float16}, .uniform_inputs = {2}}),
+                    Catch::Contains("uniform input 2 is not an input (0..1)"));
+  CHECK_THROWS_WITH(
+      sub.specs({.dtypes = {float16, float16}, .scalar_inputs = {1}, .uniform_inputs = {1}}),
+      Catch::Contains("input 1 is in both scalar_inputs and uniform_inputs"));
+  const ElementwiseKernel raw("T x, raw T r", "T z", "z = x + r[0]", "aot_uniform_raw");
+  CHECK_THROWS_WITH(raw.specs({.dtypes = {float32, float32}, .uniform_inputs = {1}}),
+                    Catch::Contains("uniform input 1 is raw parameter 'r'"));
+  CHECK_THROWS_WITH(
+      sub.specs({.dtypes = {float32, float32},
+                 .uniform_inputs = {1},
+                 .only = elementwise_layout{.layout = Layout::tiled, .ndim = 2, .staged = 2}}),
+      Catch::Contains("staged names one-element (uniform) parameter 'y'"));
+  CHECK_THROWS_WITH(sub.specs({.dtypes = {float32, float32},
+                               .uniform_inputs = {1},
+                               .only = elementwise_layout{.layout = Layout::gathered,
+                                                          .ndim = 2,
+                                                          .vector_width = 4,
+                                                          .row_constant = 2}}),
+                    Catch::Contains("row_constant names parameter 1, which is not an array input"));
 }
 
 TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slices", "[ops]") {

@@ -4,12 +4,16 @@
 // no memory, and nothing here is evaluated.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
+#include <random>
+#include <set>
 
 #include "kiln/cache/compile_cache.hpp"
 #include "kiln/engine/fused_reduction.hpp"
 #include "kiln/engine/row_kernel.hpp"
 #include "kiln/kiln.hpp"
 #include "rows/row_plan.hpp"
+#include "support/random_layouts.hpp"
 #include "support/test_support.hpp"
 
 using namespace kiln;
@@ -647,6 +651,79 @@ TEST_CASE("streamed rows run their reductions in one pass each and compile for s
   detail::RowPlan p;
   REQUIRE(plans_as_rows(standardize * g + b, s, 0b10, p, true));
   CHECK((p.spec.items == detail::kHeldRowItems && p.spec.cluster == 2 && p.spec.shared == 1));
+}
+
+TEST_CASE("every row plan of a random shape is among the ahead-of-time specs of its kernel",
+          "[ops]") {
+  // As for elementwise and reduction kernels: softmax, log-softmax, standardizing and layer
+  // norm over the last axis (rows of 2 to 300000 elements, some a view one element in, so off
+  // 16 bytes: windows; past a block: shared memory, streamed, clusters) or over axis 1 of NCHW
+  // (columns, rows taken across), each float dtype; where the plan streams, the one-pass
+  // kernel it then runs (aot::row_kernel(e, true)) and that kernel's list.
+  const dtype types[] = {float32, float16, bfloat16, float64};
+  std::mt19937_64 g(20261203);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(g);
+  };
+  std::map<const RowKernel*, std::set<std::string>> listed;
+  int planned = 0, streamed = 0, missing = 0;
+  auto check = [&](const char* what, const lazy_expr& e, const Shape& s, std::uint64_t mask) {
+    detail::RowPlan p;
+    if (!aot::row_kernel(e) || !plans_as_rows(e, s, mask, p)) return;
+    const bool stream = p.spec.items == 0;
+    if (stream && !plans_as_rows(e, s, mask, p, true)) return;
+    ++planned;
+    streamed += stream;
+    const RowKernel* k = aot::row_kernel(e, stream);
+    auto& keys = listed[k];
+    if (keys.empty()) {
+      aot_target t;
+      const auto leaves = aot::row_kernel_leaves(e, stream);
+      for (std::size_t j = 0; j < leaves.size(); ++j) {
+        t.dtypes.push_back(leaves[j].is_array() ? leaves[j].array().dtype()
+                                                : k->definition().params[j].fixed);
+        if (!leaves[j].is_array()) t.scalar_inputs.push_back(int(j));
+      }
+      t.dtypes.push_back(e.dtype());
+      for (const auto& spec : k->specs(t)) keys.insert(test::spec_key(spec));
+    }
+    if (keys.count(test::spec_key(p.spec))) return;
+    if (++missing > 5) return;  // the first few name their layouts
+    INFO(what << " " << e.dtype().name() << " over " << s.str() << " mask " << mask);
+    CHECK(keys.count(test::spec_key(p.spec)) == 1);
+  };
+  for (int draw = 0; draw < 400; ++draw) {
+    const dtype t = types[pick(0, 3)];
+    const bool last = draw % 3 != 2;
+    Shape s;
+    if (last) {
+      const std::int64_t c = draw % 2 ? pick(2, 5000) : pick(5000, 300000);
+      s = {std::max<std::int64_t>(1, std::int64_t(2e7 / double(c))), c};
+      if (draw % 5 == 0) s = {pick(1, 8), std::max<std::int64_t>(1, s[0] / 8), c};
+    } else {
+      s = {pick(1, 64), pick(2, 64), pick(1, 256), pick(1, 256)};
+    }
+    const int ax = last ? s.size() - 1 : 1;
+    const std::uint64_t mask = std::uint64_t(1) << ax;
+    Shape wider = s;
+    if (last && draw % 4 == 1) wider[ax] += 1;  // a view one element in: rows off 16 bytes
+    const ndarray base = test::untouched(wider, t);
+    std::vector<kiln::index> window(std::size_t(s.size()), all);
+    if (wider[ax] != s[ax]) window.back() = slice(1, std::nullopt);
+    const auto x = lazy(base(std::span<const kiln::index>(window)));
+    check("softmax", exp(x - max(x, ax, true)) / sum(exp(x - max(x, ax, true)), ax, true), s, mask);
+    check("log-softmax", (x - max(x, ax, true)) - log(sum(exp(x - max(x, ax, true)), ax, true)), s,
+          mask);
+    const lazy_expr standardize = (x - mean(x, ax, true)) / sqrt(var(x, ax, true) + 1e-5);
+    check("standardize", standardize, s, mask);
+    if (last) {
+      const auto w = lazy(test::untouched({s.back()}, t)), b = lazy(test::untouched({s.back()}, t));
+      check("layer norm", standardize * w + b, s, mask);
+    }
+  }
+  CHECK(missing == 0);
+  CHECK(planned > 600);
+  CHECK(streamed > 0);
 }
 
 TEST_CASE("reductions evaluated together compile as one multi-output reduction kernel", "[ops]") {

@@ -2,7 +2,11 @@
 // any device work, the axis rules, and every strategy compiled by NVRTC for sm_90.
 #include "kiln/engine/reduction_kernel.hpp"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
+#include <map>
+#include <set>
 #include <string>
 
 #include "call/kernel_call.hpp"
@@ -12,6 +16,7 @@
 #include "kiln/runtime/axes.hpp"
 #include "kiln/runtime/error.hpp"
 #include "reduction/reduction_plan.hpp"
+#include "support/random_layouts.hpp"
 #include "support/test_support.hpp"
 
 using namespace kiln;
@@ -296,6 +301,53 @@ codegen::ReductionSpec plan_of(const ReductionKernel& k, std::vector<kernel_arg>
 }
 
 }  // namespace
+
+TEST_CASE("every plan of a random reduction is among the ahead-of-time specs of its dtypes",
+          "[ops]") {
+  // As for elementwise kernels (kiln-cache precompiles specs()): seeded draws of 1-4-D inputs,
+  // plain, permuted or sliced (steps and reversals), over random axis sets, a second input
+  // that broadcasts against the first (a weighted sum) or none, every dtype class.
+  const ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "aot_random_sum");
+  const ReductionKernel dot("T x, T w", "T y", "x * w", "a + b", "y = a", "0", "aot_random_dot");
+  const dtype types[] = {float32, float16, bfloat16, float64, int8, complex64};
+  std::mt19937_64 g(20261202);
+  auto pick = [&](int n) { return int(std::uniform_int_distribution<int>(0, n - 1)(g)); };
+  auto chance = [&](double p) { return std::uniform_real_distribution<>(0, 1)(g) < p; };
+  std::map<std::string, std::set<std::string>> listed;
+  int missing = 0;
+  for (int draw = 0; draw < 1500; ++draw) {
+    const dtype t = types[pick(6)];
+    const int nd = 1 + pick(4);
+    const Shape s = test::random_shape(g, nd, chance(0.1) ? 3e9 : chance(0.5) ? 2e7 : 3e5);
+    std::uint64_t mask = 0;
+    for (int d = 0; d < nd; ++d)
+      if (chance(0.5)) mask |= std::uint64_t(1) << d;
+    if (mask == 0) mask = std::uint64_t(1) << pick(nd);
+    Shape kept;
+    for (int d = 0; d < nd; ++d)
+      if (!((mask >> d) & 1)) kept.push_back(s[d]);
+    const ndarray x =
+        chance(0.6) ? test::random_view(g, s, t, chance(0.5), chance(0.5)) : test::untouched(s, t);
+    const bool two = chance(0.3);
+    const ndarray w = test::untouched(test::broadcast_shape(g, s, 0.3), t);
+    const ndarray y = test::untouched(kept, t);
+    const ReductionKernel& k = two ? dot : sum;
+    const std::string name = fmt::format("{} {}", k.name(), t.name());
+    auto& keys = listed[name];
+    if (keys.empty())
+      for (const auto& spec :
+           k.specs({.dtypes = two ? std::vector<dtype>{t, t, t} : std::vector<dtype>{t, t},
+           .max_ndim = 4}))
+        keys.insert(test::spec_key(spec));
+    const auto plan = two ? plan_of(k, {x, w, y}, mask) : plan_of(k, {x, y}, mask);
+    if (keys.count(test::spec_key(plan))) continue;
+    if (++missing > 5) continue;  // the first few name their layouts
+    INFO("draw " << draw << ", " << name << " over mask " << mask << "; x " << test::describe(x)
+                 << (two ? "; w " + test::describe(w) : std::string()));
+    CHECK(keys.count(test::spec_key(plan)) == 1);
+  }
+  CHECK(missing == 0);
+}
 
 TEST_CASE("rows that whole vectors do not tile are peeled to 16-byte vectors", "[ops]") {
   ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "plan_peel_sum");

@@ -574,6 +574,22 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
   CHECK(centered[0].variant ==
         "gathered ndim 3 w4 long rows, row constants 1, as the output 0 i32");
   CHECK_THAT(centered[0].request.source, Contains("const bool kiln_here"));
+  // An input the program passes as a one-element array (x - x.mean()): its own variants, each
+  // reading it once; a float64 scale of float16 arrays keeps the arrays' 16-byte vectors.
+  const auto um = kiln::tools::parse_manifest(R"({"kiln_manifest": 1, "kernels": [
+    {"kind": "elementwise", "in_params": "T x, T m", "out_params": "T z", "operation": "z = x - m",
+     "name": "minus_mean", "dtypes": ["float16", "float16"], "uniform_inputs": [1]},
+    {"kind": "elementwise", "in_params": "float16 x, float64 s", "out_params": "float16 z",
+     "operation": "z = x * s", "name": "wide_scale", "dtypes": ["float16", "float64"],
+     "scalar_inputs": [1], "layout": {"vector_width": 8}}]})",
+                                              "uniform.json");
+  const auto minus_mean = kiln::tools::expand_entry(um, um.entries[0], 90);
+  REQUIRE(!minus_mean.empty());
+  for (const auto& j : minus_mean) CHECK_THAT(j.variant, Contains(", one element 1 i"));
+  CHECK(minus_mean.front().variant == "contiguous w1, one element 1 i32");
+  const auto wide_scale = kiln::tools::expand_entry(um, um.entries[1], 90);
+  REQUIRE(wide_scale.size() == 1);
+  CHECK(wide_scale[0].variant == "contiguous w8 i32");
   // The sample manifest parses and expands too.
   const auto samples = kiln::tools::read_manifest(fs::path(KILN_TEST_SOURCE_DIR) / ".." /
                                                   "samples" / "kernels.json");

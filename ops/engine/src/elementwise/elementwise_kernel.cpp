@@ -73,6 +73,44 @@ ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_vie
 
 codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg_dtypes,
                                                       const elementwise_layout& layout) const {
+  return make_spec(arg_dtypes, layout, {});
+}
+
+ElementwiseKernel::input_kinds ElementwiseKernel::kinds_of(const aot_target& t) const {
+  const auto& def = *def_;
+  input_kinds kinds;
+  auto check = [&](int k, const char* what) {
+    if (k < 0 || k >= nin())
+      throw ValueError(fmt::format("kernel '{}': {} input {} is not an input (0..{})", name(), what,
+                                   k, nin() - 1));
+  };
+  for (int s : t.scalar_inputs) {
+    check(s, "scalar");
+    kinds.scalars |= std::uint64_t(1) << s;
+  }
+  for (int u : t.uniform_inputs) {
+    check(u, "uniform");
+    if (def.params[std::size_t(u)].raw)
+      throw ValueError(fmt::format(
+          "kernel '{}': uniform input {} is raw parameter '{}' (a raw array is passed whole, "
+          "whatever its shape)",
+          name(), u, def.params[std::size_t(u)].name));
+    if ((kinds.scalars >> u) & 1)
+      throw ValueError(fmt::format(
+          "kernel '{}': input {} is in both scalar_inputs and uniform_inputs (a call passes it "
+          "one way)",
+          name(), u));
+    kinds.uniforms |= std::uint64_t(1) << u;
+  }
+  return kinds;
+}
+
+// The call's kinds are set before any width or mask is checked: a scalar or a one-element
+// input is no array operand, so it neither narrows the vectors (a float64 scale of float32
+// arrays) nor can be staged or read in groups.
+codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg_dtypes,
+                                                      const elementwise_layout& layout,
+                                                      input_kinds kinds) const {
   const auto& def = *def_;
   const std::size_t n = def.params.size();
   if (arg_dtypes.size() != std::size_t(def.nin) && arg_dtypes.size() != n)
@@ -122,7 +160,8 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
                                  layout.index_bits));
 
   std::array<codegen::ArgInfo, codegen::kMaxParams> info{};
-  for (std::size_t k = 0; k < arg_dtypes.size(); ++k) info[k] = {arg_dtypes[k], true};
+  for (std::size_t k = 0; k < arg_dtypes.size(); ++k)
+    info[k] = {arg_dtypes[k], !((kinds.scalars >> k) & 1)};
   std::array<dtype, codegen::kMaxParams> types{};
   codegen::resolve_param_types(def, std::span(info.data(), n), std::span(types.data(), n));
 
@@ -131,20 +170,28 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   spec.ndim = std::uint8_t(strided ? layout.ndim : 1);
   spec.index_bits = std::uint8_t(layout.index_bits);
   spec.nparams = std::uint8_t(n);
-  for (std::size_t k = 0; k < n; ++k)
-    spec.set_param(int(k), types[k],
-                   def.params[k].raw ? OperandKind::raw_array : OperandKind::array, layout.raw_ndim,
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto kind = def.params[k].raw           ? OperandKind::raw_array
+                      : (kinds.scalars >> k) & 1  ? OperandKind::scalar
+                      : (kinds.uniforms >> k) & 1 ? OperandKind::uniform
+                                                  : OperandKind::array;
+    spec.set_param(int(k), types[k], kind, kind == OperandKind::raw_array ? layout.raw_ndim : 0,
                    true);
+  }
   // Tiled and packed kernels stage loop arrays (packed: inputs only).
   if ((tiled || packed) && n < 64 && (layout.staged >> n) != 0)
     throw ValueError(fmt::format("kernel '{}': layout staged names a parameter past the last ({})",
                                  def.name, n - 1));
   for (std::size_t k = 0; k < n && (tiled || packed); ++k)
     if ((layout.staged >> k) & 1) {
-      if (def.params[k].raw)
+      if (spec.kind(int(k)) != OperandKind::array)
         throw ValueError(fmt::format(
-            "kernel '{}': layout staged names raw parameter '{}' (only loop arrays are staged)",
-            def.name, def.params[k].name));
+            "kernel '{}': layout staged names {} parameter '{}' (only loop arrays are staged)",
+            def.name,
+            def.params[k].raw                          ? "raw"
+            : spec.kind(int(k)) == OperandKind::scalar ? "scalar"
+                                                       : "one-element (uniform)",
+            def.params[k].name));
       if (packed && k >= std::size_t(def.nin))
         throw ValueError(fmt::format(
             "kernel '{}': layout staged names output '{}' (a packed kernel stages inputs only)",
@@ -208,7 +255,7 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
                          std::string_view why) {
     for (std::size_t k = 0; k < 64 && mask != 0; ++k) {
       if (!((mask >> k) & 1)) continue;
-      if (k >= std::size_t(def.nin) || def.params[k].raw)
+      if (k >= std::size_t(def.nin) || spec.kind(int(k)) != OperandKind::array)
         throw ValueError(
             fmt::format("kernel '{}': layout {} names parameter {}, which is not an array input{}",
                         def.name, field, k, why));
@@ -238,22 +285,17 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
 }
 
 std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target& t) const {
-  for (int s : t.scalar_inputs)
-    if (s < 0 || s >= nin())
-      throw ValueError(fmt::format("kernel '{}': scalar input {} is not an input (0..{})", name(),
-                                   s, nin() - 1));
-  auto with_scalars = [&](codegen::ElementwiseSpec spec) {
-    for (int s : t.scalar_inputs) spec.set_param(s, spec.param_dtype(s), OperandKind::scalar);
-    spec.unroll = codegen::planned_unroll(spec, nin());
-    return spec;
+  const input_kinds kinds = kinds_of(t);
+  auto spec_of = [&](const elementwise_layout& layout) {
+    return make_spec(t.dtypes, layout, kinds);
   };
-  if (t.only) return {with_scalars(make_spec(t.dtypes, *t.only))};
+  if (t.only) return {spec_of(*t.only)};
   check_range(name(), "max_ndim", t.max_ndim, 1, kMaxNdim);
   std::vector<codegen::ElementwiseSpec> out;
   std::vector<int> index_bits{32};
   if (t.index64) index_bits.push_back(64);
   // Vector widths depend on which parameters are arrays: probe with width 1 first.
-  const auto probe = with_scalars(make_spec(t.dtypes, {.raw_ndim = t.raw_ndim}));
+  const auto probe = spec_of({.raw_ndim = t.raw_ndim});
   const int max_width = int(16 / probe.widest_array_item());
   for (int bits : index_bits) {
     for (int w = 1; w <= max_width; w *= 2) {
@@ -265,11 +307,11 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
     for (int nd = 1; nd <= t.max_ndim; ++nd)
       for (int w = 1; w <= max_width; w *= 2)
         if (codegen::strided_width_planned(w, int(probe.widest_array_item())))
-          out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::strided,
-                                                          .ndim = nd,
-                                                          .index_bits = bits,
-                                                          .vector_width = w,
-                                                          .raw_ndim = t.raw_ndim})));
+          out.push_back(spec_of({.layout = Layout::strided,
+                                 .ndim = nd,
+                                 .index_bits = bits,
+                                 .vector_width = w,
+                                 .raw_ndim = t.raw_ndim}));
     // Gathered loops (contiguous outputs) for dtypes of at most 4 bytes, 16-byte vectors;
     // from 2 dims, also in groups of every power of two up to a vector, each input pattern
     // reading whole groups (none, each input alone, all) and, apart from those, each pattern
@@ -291,16 +333,16 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                       !(flat & (vectors | constant)) &&
                       (!long_rows || (nd > 1 && g < max_width && vectors == 0 &&
                                       (flat | constant) == every_input)))
-                    out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::gathered,
-                                                                    .ndim = nd,
-                                                                    .index_bits = bits,
-                                                                    .vector_width = max_width,
-                                                                    .raw_ndim = t.raw_ndim,
-                                                                    .staged = vectors,
-                                                                    .row_constant = constant,
-                                                                    .as_output = flat,
-                                                                    .unit_cols = g,
-                                                                    .long_rows = long_rows})));
+                    out.push_back(spec_of({.layout = Layout::gathered,
+                                           .ndim = nd,
+                                           .index_bits = bits,
+                                           .vector_width = max_width,
+                                           .raw_ndim = t.raw_ndim,
+                                           .staged = vectors,
+                                           .row_constant = constant,
+                                           .as_output = flat,
+                                           .unit_cols = g,
+                                           .long_rows = long_rows}));
     // Units (pairs for 4-byte dtypes, up to 8 elements for 1- and 2-byte ones) along the
     // cols, and along the rows when something is staged: every pair codegen::tiled_units gives.
     const int max_unit = codegen::max_tiled_unit(probe);
@@ -310,13 +352,13 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
           for (int ur = 1; ur <= (staged ? max_unit : 1); ur *= 2) {
             const auto units = codegen::tiled_units(uc, ur);
             if (units.cols != uc || units.rows != ur) continue;
-            out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::tiled,
-                                                            .ndim = nd,
-                                                            .index_bits = bits,
-                                                            .raw_ndim = t.raw_ndim,
-                                                            .staged = staged,
-                                                            .unit_cols = uc,
-                                                            .unit_rows = ur})));
+            out.push_back(spec_of({.layout = Layout::tiled,
+                                   .ndim = nd,
+                                   .index_bits = bits,
+                                   .raw_ndim = t.raw_ndim,
+                                   .staged = staged,
+                                   .unit_cols = uc,
+                                   .unit_rows = ur}));
           }
     // Packed boxes (two inputs permuted differently): every array input staged, where there
     // are two or more.
@@ -325,11 +367,11 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
       if (probe.kind(k) == OperandKind::array) all_inputs |= std::uint64_t(1) << k;
     if (std::popcount(all_inputs) >= 2)
       for (int nd = 3; nd <= t.max_ndim; ++nd)
-        out.push_back(with_scalars(make_spec(t.dtypes, {.layout = Layout::packed,
-                                                        .ndim = nd,
-                                                        .index_bits = bits,
-                                                        .raw_ndim = t.raw_ndim,
-                                                        .staged = all_inputs})));
+        out.push_back(spec_of({.layout = Layout::packed,
+                               .ndim = nd,
+                               .index_bits = bits,
+                               .raw_ndim = t.raw_ndim,
+                               .staged = all_inputs}));
   }
   return out;
 }

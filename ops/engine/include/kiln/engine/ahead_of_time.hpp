@@ -68,11 +68,23 @@ struct elementwise_layout {
 };
 
 /// What to prepare: argument dtypes (inputs, or inputs then outputs; placeholders resolve as
-/// in a call, each argument counting as an array) and which layouts.
+/// in a call: scalar_inputs as C++ scalars, every other argument as an array) and which
+/// layouts.
+///
+///   // k(x, 2.0) with x float16 and k(x, m) with m a 0-d float16 array (x - x.mean()):
+///   ElementwiseKernel k("T x, T a", "T y", "y = x * a", "scale");
+///   k.specs({.dtypes = {float16, float64}, .scalar_inputs = {1}});
+///   k.specs({.dtypes = {float16, float16}, .uniform_inputs = {1}});
 struct aot_target {
   std::vector<dtype> dtypes;
   /// Inputs that calls pass as C++ scalars rather than arrays (by index).
   std::vector<int> scalar_inputs;
+  /// Inputs that calls pass as one-element arrays broadcast over the whole loop (by index): a
+  /// 0-d array, or any shape of ones (x - x.mean(), y * w with w of shape (1,)). An
+  /// elementwise kernel reads such an input once per thread, which is a kernel of its own
+  /// (OperandKind::uniform); reduction and row kernels read it as any broadcast array, so
+  /// their specs are the same with or without it.
+  std::vector<int> uniform_inputs;
   /// Strided kernels are prepared for 1..max_ndim planned dims (views of up to max_ndim
   /// axes that cannot be merged), each with every vector width; with max_ndim >= 2 also the
   /// gathered kernels of 1..max_ndim dims (contiguous outputs; dtypes of at most 4 bytes) and

@@ -85,7 +85,8 @@ class ElementwiseKernel : public generated_kernel<ElementwiseKernel, codegen::El
   /// Every spec a call with arrays of target.dtypes can ask for (see aot_target). Throws
   /// TypeError / ValueError for dtypes or a layout no call could produce.
   std::vector<codegen::ElementwiseSpec> specs(const aot_target& target) const;
-  /// One spec, for an exact layout; every field is checked (ValueError names it and the
+  /// One spec, for an exact layout, every argument an array (specs() with target.only for
+  /// scalar or one-element inputs); every field is checked (ValueError names it and the
   /// allowed values).
   codegen::ElementwiseSpec make_spec(std::span<const dtype> arg_dtypes,
                                      const elementwise_layout& layout = {}) const;
@@ -93,6 +94,15 @@ class ElementwiseKernel : public generated_kernel<ElementwiseKernel, codegen::El
                           const codegen::ElementwiseSpec& spec);
 
  private:
+  // How a call passes its inputs besides arrays of the loop's shape (bit k: input k): C++
+  // scalars and one-element arrays (aot_target::scalar_inputs, uniform_inputs).
+  struct input_kinds {
+    std::uint64_t scalars = 0, uniforms = 0;
+  };
+  input_kinds kinds_of(const aot_target& target) const;
+  codegen::ElementwiseSpec make_spec(std::span<const dtype> arg_dtypes,
+                                     const elementwise_layout& layout, input_kinds kinds) const;
+
   bool reduce_dims_, no_return_, return_tuple_;
 };
 
