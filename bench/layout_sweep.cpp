@@ -1000,10 +1000,15 @@ int compile_check(int arch) {
     gen.index64 = false;
     for (const auto& req : generator().compile_requests(gen, arch))
       n += !cache::nvrtc_compile(req).cubin.empty();
-    aot_target sub;
-    sub.dtypes = {t, t};
-    for (const auto& req : sub_kernel().compile_requests(sub, arch))
-      n += !cache::nvrtc_compile(req).cubin.empty();
+    // Every layout, with each input or both passed as one element too (the sweep's
+    // broadcasts of (1,) and (1, 1) arrays read them once per thread: kernels of their own).
+    for (const std::vector<int>& uniforms : {std::vector<int>{}, {0}, {1}, {0, 1}}) {
+      aot_target sub;
+      sub.dtypes = {t, t};
+      sub.uniform_inputs = uniforms;
+      for (const auto& req : sub_kernel().compile_requests(sub, arch))
+        n += !cache::nvrtc_compile(req).cubin.empty();
+    }
   }
   std::printf("{\"compile_check\": \"ok\", \"arch\": %d, \"kernels\": %d}\n", arch, n);
   return 0;
