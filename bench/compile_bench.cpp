@@ -28,12 +28,14 @@
 #include "kiln/engine/fused_reduction.hpp"
 #include "kiln/engine/row_kernel.hpp"
 #include "kiln/kiln.hpp"
+#include "manifest.hpp"
 
 namespace {
 
 using namespace kiln;
 using bench::json_number;
 using bench::json_string;
+using tools::describe;  // elementwise variants, as kiln-cache names them
 
 // A view with no memory: specs and sources read only dtypes (and, for trees, shapes); views at
 // other offsets are other leaves.
@@ -53,17 +55,6 @@ struct Family {
 
 double target_ms(const Family& f) { return f.kind == "elementwise" ? 60 : 150; }
 
-std::string describe(const codegen::ElementwiseSpec& s) {
-  static const char* layouts[] = {"contiguous", "strided", "tiled", "gathered", "packed"};
-  std::string v = fmt::format("{} ndim {} w{} i{}", layouts[int(s.layout)], s.ndim, s.vector_width,
-                              s.index_bits);
-  if (s.log2_unit_cols || s.log2_unit_rows)
-    v += fmt::format(" units {}x{}", s.unit_cols(), s.unit_rows());
-  for (int k = 0; k < s.nparams; ++k)
-    if (s.params[std::size_t(k)].staged)
-      v += fmt::format(" p{}:{}", k, s.params[std::size_t(k)].staged);
-  return v;
-}
 std::string describe(const codegen::ReductionSpec& s) {
   static const char* strategies[] = {"inner_warp", "inner_block", "outer"};
   return fmt::format("{}{} out {} red {} w{} contiguous {} i{}", strategies[int(s.strategy)],

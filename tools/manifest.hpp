@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kiln/cache/compile_request.hpp"
+#include "kiln/codegen/elementwise_spec.hpp"
 #include "kiln/runtime/error.hpp"
 
 namespace kiln::tools {
@@ -60,6 +61,10 @@ Manifest read_manifest(const std::filesystem::path& path, bool keep_going = fals
 /// Parses `text`; `path` names it in messages and anchors relative "file" fields.
 Manifest parse_manifest(std::string_view text, const std::filesystem::path& path,
                         bool keep_going = false);
+
+/// An elementwise variant in a few words: "contiguous w4 i32", "strided ndim 2 i64",
+/// "tiled staged 0 cols by 2 i32", "gathered ndim 3 w4 long rows, row constants 1 i32", ...
+std::string describe(const codegen::ElementwiseSpec& s);
 
 /// One kernel to compile: a request plus how to describe it.
 struct PrecompileJob {

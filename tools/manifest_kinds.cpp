@@ -114,47 +114,6 @@ std::vector<kiln::dtype> dtype_list(const json& v, const std::string& field) {
   return out;
 }
 
-std::string describe(const codegen::ElementwiseSpec& s) {
-  // " 0 2": the parameters staged (tiled, packed) or, gathered, read each way
-  auto params_where = [&](auto&& pick) {
-    std::string out;
-    for (int k = 0; k < s.nparams; ++k)
-      if (pick(k)) out += " " + std::to_string(k);
-    return out;
-  };
-  const std::string staged = params_where([&](int k) { return s.staged(k); });
-  std::string v = s.layout == codegen::Layout::contiguous
-                      ? "contiguous w" + std::to_string(s.vector_width)
-                      : "strided ndim " + std::to_string(s.ndim);
-  if (s.layout == codegen::Layout::strided && s.vector_width > 1)
-    v += " w" + std::to_string(s.vector_width);
-  if (s.layout == codegen::Layout::gathered) {
-    v = "gathered ndim " + std::to_string(s.ndim) + " w" + std::to_string(s.vector_width);
-    if (s.log2_unit_cols) v += " groups of " + std::to_string(s.unit_cols());
-    if (s.gathered_long_rows()) v += " long rows";
-    const std::string groups = params_where([&](int k) {
-      return s.params[std::size_t(k)].staged == codegen::OperandSpec::gathered_by_group;
-    });
-    const std::string constants = params_where([&](int k) { return s.row_constant(k); });
-    const std::string as_output = params_where([&](int k) { return s.as_output(k); });
-    if (!groups.empty()) v += ", whole groups" + groups;
-    if (!constants.empty()) v += ", row constants" + constants;
-    if (!as_output.empty()) v += ", as the output" + as_output;
-  }
-  if (s.layout == codegen::Layout::packed)
-    v = "packed ndim " + std::to_string(s.ndim) + " staged" + staged;
-  if (s.layout == codegen::Layout::tiled) {
-    v = staged.empty() ? "row tiles" : "tiled staged" + staged;
-    if (s.ndim > 2) v += " ndim " + std::to_string(s.ndim);
-    if (s.log2_unit_cols) v += " cols by " + std::to_string(s.unit_cols());
-    if (s.log2_unit_rows) v += " rows by " + std::to_string(s.unit_rows());
-  }
-  const std::string uniforms =
-      params_where([&](int k) { return s.kind(k) == codegen::OperandKind::uniform; });
-  if (!uniforms.empty()) v += ", one element" + uniforms;
-  return v + " i" + std::to_string(s.index_bits);
-}
-
 std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEntry& e, int arch) {
   Fields f(e.json,
            {"name", "in_params", "out_params", "operation", "preamble", "loop_prep", "after_loop",
@@ -346,6 +305,47 @@ constexpr ManifestKind kKinds[] = {
 };
 
 }  // namespace
+
+std::string describe(const codegen::ElementwiseSpec& s) {
+  // " 0 2": the parameters staged (tiled, packed) or, gathered, read each way
+  auto params_where = [&](auto&& pick) {
+    std::string out;
+    for (int k = 0; k < s.nparams; ++k)
+      if (pick(k)) out += " " + std::to_string(k);
+    return out;
+  };
+  const std::string staged = params_where([&](int k) { return s.staged(k); });
+  std::string v = s.layout == codegen::Layout::contiguous
+                      ? "contiguous w" + std::to_string(s.vector_width)
+                      : "strided ndim " + std::to_string(s.ndim);
+  if (s.layout == codegen::Layout::strided && s.vector_width > 1)
+    v += " w" + std::to_string(s.vector_width);
+  if (s.layout == codegen::Layout::gathered) {
+    v = "gathered ndim " + std::to_string(s.ndim) + " w" + std::to_string(s.vector_width);
+    if (s.log2_unit_cols) v += " groups of " + std::to_string(s.unit_cols());
+    if (s.gathered_long_rows()) v += " long rows";
+    const std::string groups = params_where([&](int k) {
+      return s.params[std::size_t(k)].staged == codegen::OperandSpec::gathered_by_group;
+    });
+    const std::string constants = params_where([&](int k) { return s.row_constant(k); });
+    const std::string as_output = params_where([&](int k) { return s.as_output(k); });
+    if (!groups.empty()) v += ", whole groups" + groups;
+    if (!constants.empty()) v += ", row constants" + constants;
+    if (!as_output.empty()) v += ", as the output" + as_output;
+  }
+  if (s.layout == codegen::Layout::packed)
+    v = "packed ndim " + std::to_string(s.ndim) + " staged" + staged;
+  if (s.layout == codegen::Layout::tiled) {
+    v = staged.empty() ? "row tiles" : "tiled staged" + staged;
+    if (s.ndim > 2) v += " ndim " + std::to_string(s.ndim);
+    if (s.log2_unit_cols) v += " cols by " + std::to_string(s.unit_cols());
+    if (s.log2_unit_rows) v += " rows by " + std::to_string(s.unit_rows());
+  }
+  const std::string uniforms =
+      params_where([&](int k) { return s.kind(k) == codegen::OperandKind::uniform; });
+  if (!uniforms.empty()) v += ", one element" + uniforms;
+  return v + " i" + std::to_string(s.index_bits);
+}
 
 std::span<const ManifestKind> manifest_kinds() { return kKinds; }
 
