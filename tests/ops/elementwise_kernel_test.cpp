@@ -887,6 +887,9 @@ TEST_CASE("one-element inputs and scalars wider than the arrays have their own a
       sub.specs({.dtypes = {float16, float16}, .scalar_inputs = {1}, .uniform_inputs = {1}}),
       Catch::Contains("input 1 is in both scalar_inputs and uniform_inputs"));
   const ElementwiseKernel raw("T x, raw T r", "T z", "z = x + r[0]", "aot_uniform_raw");
+  // A raw parameter a call gives a scalar is a scalar (set_scalar_or_raw), ahead of time too.
+  for (const auto& s : raw.specs({.dtypes = {float32, float32}, .scalar_inputs = {1}}))
+    CHECK(s.kind(1) == OperandKind::scalar);
   CHECK_THROWS_WITH(raw.specs({.dtypes = {float32, float32}, .uniform_inputs = {1}}),
                     Catch::Contains("uniform input 1 is raw parameter 'r'"));
   CHECK_THROWS_WITH(

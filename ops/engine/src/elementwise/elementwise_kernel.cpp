@@ -171,8 +171,9 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
   spec.index_bits = std::uint8_t(layout.index_bits);
   spec.nparams = std::uint8_t(n);
   for (std::size_t k = 0; k < n; ++k) {
-    const auto kind = def.params[k].raw           ? OperandKind::raw_array
-                      : (kinds.scalars >> k) & 1  ? OperandKind::scalar
+    // As a call binds them (set_scalar_or_raw): a scalar first, also for a raw parameter.
+    const auto kind = (kinds.scalars >> k) & 1    ? OperandKind::scalar
+                      : def.params[k].raw         ? OperandKind::raw_array
                       : (kinds.uniforms >> k) & 1 ? OperandKind::uniform
                                                   : OperandKind::array;
     spec.set_param(int(k), types[k], kind, kind == OperandKind::raw_array ? layout.raw_ndim : 0,
@@ -188,9 +189,9 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
         throw ValueError(fmt::format(
             "kernel '{}': layout staged names {} parameter '{}' (only loop arrays are staged)",
             def.name,
-            def.params[k].raw                          ? "raw"
-            : spec.kind(int(k)) == OperandKind::scalar ? "scalar"
-                                                       : "one-element (uniform)",
+            spec.kind(int(k)) == OperandKind::raw_array ? "raw"
+            : spec.kind(int(k)) == OperandKind::scalar  ? "scalar"
+                                                        : "one-element (uniform)",
             def.params[k].name));
       if (packed && k >= std::size_t(def.nin))
         throw ValueError(fmt::format(
