@@ -56,7 +56,7 @@ struct Family {
 double target_ms(const Family& f) { return f.kind == "elementwise" ? 60 : 150; }
 
 std::string describe(const codegen::ReductionSpec& s) {
-  static const char* strategies[] = {"inner_warp", "inner_block", "outer"};
+  static const char* strategies[] = {"inner_warp", "inner_block", "outer", "folded"};
   return fmt::format("{}{} out {} red {} w{} contiguous {} i{}", strategies[int(s.strategy)],
                      s.split ? " split" : "", s.out_ndim, s.red_ndim, s.vector_width,
                      s.red_contiguous, s.index_bits);

@@ -37,6 +37,14 @@ __device__ __forceinline__ kiln_S kiln_fold(const kiln_S& kiln_a, const kiln_S& 
                                             kiln_F kiln_reduce) {
   return kiln_reduce(kiln_a, kiln_b);
 }
+// Blocks a folded reduction merges a group at a time: the smallest s with s * s >= blocks
+// (codegen::fold_group on the host sizes the workspace by the same rule).
+__device__ __forceinline__ unsigned kiln_fold_group(unsigned kiln_blocks) {
+  unsigned kiln_s = unsigned(sqrtf(float(kiln_blocks)));
+  while (kiln_s * kiln_s < kiln_blocks) ++kiln_s;
+  while (kiln_s > 1 && (kiln_s - 1) * (kiln_s - 1) >= kiln_blocks) --kiln_s;
+  return kiln_s;
+}
 template <class kiln_V>
 __device__ __forceinline__ kiln_V kiln_load_cg(const kiln_V* kiln_p) {
   constexpr int kiln_w = int(sizeof(kiln_V)) / 4;

@@ -26,7 +26,9 @@ struct Emit {
   std::string_view ctype(int k) const { return s.param_dtype(k).device_type(); }
   bool is_array(int k) const { return s.kind(k) == OperandKind::array; }
   bool has_identity() const { return !def.identity.empty(); }
-  bool inner() const { return s.strategy != ReductionStrategy::outer; }
+  bool inner() const {
+    return s.strategy != ReductionStrategy::outer && s.strategy != ReductionStrategy::folded;
+  }
   int all_ndim() const { return s.out_ndim + s.red_ndim; }
 
   template <class F>
@@ -496,6 +498,243 @@ struct Emit {
     w.line("  }}");
   }
 
+  // ---- folded: the input streamed flat, positions of its period folded per block ----
+  // The loop's dims are (kept..., reduced...) with the first reduced dim outermost in memory
+  // and every other dim inside its stride P (the period): element e of the dense input is
+  // position e % P, whose row and place in the row's inner reduced box never change. The grid
+  // (a multiple of the fold unit) steps vector_width * threads elements, whole periods, so each
+  // thread's vector_width accumulators keep their positions from the first vector to the last:
+  // 16-byte loads of consecutive addresses across the warp whatever the rows' length or
+  // alignment. (1101277, 61) float32 summed over axis 0 read a misaligned 4-byte element a
+  // lane; (354, 480, 8, 49) float16 over (0, 1, 3) read runs of 98 bytes in windows.
+  std::string elem_stride(int k, int d) const {
+    return fmt::format("kiln_idx(kiln_p_{}.kiln_s[{}] / kiln_idx(sizeof({})))", param(k).name, d,
+                       ctype(k));
+  }
+  int folded_input() const {
+    int in = -1;
+    array_inputs([&](int k, const Param&) { in = in < 0 ? k : in; });
+    return in;
+  }
+  // kiln_<var> += the element offset (in the period) of coordinate `idx` over loop dims
+  // [from, to), C order.
+  void period_offset(std::string_view ind, std::string_view var, std::string_view idx, int from,
+                     int to) {
+    const int k = folded_input();
+    w.line("{}kiln_idx {} = 0;", ind, var);
+    if (from >= to) return;
+    w.line("{}{{ kiln_uidx kiln_rem = {};", ind, idx);
+    for (int d = to - 1; d > from; --d) {
+      w.line("{}  {{ const kiln_uidx kiln_e = kiln_uidx(kiln_shape.kiln_v[{}]);", ind, d);
+      w.line("{}    {} += kiln_idx(kiln_rem % kiln_e) * {}; kiln_rem /= kiln_e; }}", ind, var,
+             elem_stride(k, d));
+    }
+    w.line("{}  {} += kiln_idx(kiln_rem) * {}; }}", ind, var, elem_stride(k, from));
+  }
+  // Folds `count` slabs of m partials at `src` (slab b's row i at src[b * m + i]) into one
+  // partial per row, kiln_fl lanes a row with up to 64 bytes of loads in flight each, and runs
+  // `sink` with kiln_i and kiln_x.
+  void fold_slabs(std::string_view src, std::string_view count, const std::function<void()>& sink) {
+    w.line(
+        "  for (kiln_uidx kiln_i0 = 0; kiln_i0 < kiln_uidx(kiln_m) * kiln_fl; kiln_i0 += "
+        "blockDim.x) {{");
+    w.line(
+        "    const kiln_uidx kiln_id = kiln_i0 + threadIdx.x, kiln_i = kiln_id / kiln_fl, kiln_l = "
+        "kiln_id % kiln_fl;");
+    w.line("    kiln_acc kiln_x = kiln_init();");
+    w.line("    if (kiln_i < kiln_uidx(kiln_m))");
+    w.line(
+        "      for (kiln_uidx kiln_b = kiln_l; kiln_b < kiln_uidx({}); kiln_b += kiln_fu * "
+        "kiln_fl) {{",
+        count);
+    w.line("        kiln_acc kiln_t[kiln_fu];");
+    w.line("#pragma unroll");
+    w.line("        for (int kiln_u = 0; kiln_u < kiln_fu; ++kiln_u)");
+    w.line("          if (kiln_b + kiln_u * kiln_fl < kiln_uidx({}))", count);
+    w.line(
+        "            kiln_t[kiln_u] = kiln_load_cg({} + (kiln_b + kiln_u * kiln_fl) * "
+        "kiln_uidx(kiln_m) + kiln_i);",
+        src);
+    w.line("#pragma unroll");
+    w.line("        for (int kiln_u = 0; kiln_u < kiln_fu; ++kiln_u)");
+    w.line(
+        "          if (kiln_b + kiln_u * kiln_fl < kiln_uidx({})) kiln_combine(kiln_x, "
+        "kiln_t[kiln_u]);",
+        count);
+    w.line("      }}");
+    w.line("    for (int kiln_d = int(kiln_fl) >> 1; kiln_d > 0; kiln_d >>= 1)");
+    w.line("      kiln_combine(kiln_x, kiln_shfl_acc(kiln_x, kiln_d, int(kiln_fl)));");
+    w.line("    if (kiln_i < kiln_uidx(kiln_m) && kiln_l == 0) {{");
+    sink();
+    w.line("    }}");
+    w.line("  }}");
+  }
+  void folded() {
+    const int vw = s.vector_width, k = folded_input(), od = s.out_ndim;
+    const std::string in = param(k).name, t(ctype(k));
+    w.line("  __shared__ kiln_acc kiln_fsm[{}];", kFoldPositions);
+    w.line("  const kiln_uidx kiln_R = kiln_uidx(kiln_shape.kiln_v[{}]);", od);
+    w.line("  const kiln_uidx kiln_nin = kiln_uidx(kiln_n) / kiln_R;");
+    w.line("  const kiln_uidx kiln_P = kiln_uidx(kiln_m) * kiln_nin;");
+    w.line("  const kiln_uidx kiln_N = kiln_P * kiln_R;");
+    w.line("  const kiln_uidx kiln_VT = kiln_uidx(gridDim.x) * blockDim.x * {};", vw);
+    w.line("  const kiln_uidx kiln_c = kiln_VT / kiln_P;  // outer rows a step");
+    w.line("  const kiln_uidx kiln_e0 = (kiln_uidx(blockIdx.x) * blockDim.x + threadIdx.x) * {};",
+           vw);
+    w.line("  const {}* const kiln_x_in = reinterpret_cast<const {}*>(kiln_p_{}.kiln_p);", t, t,
+           in);
+    // Each position's row and place among the row's reduced elements (its outer row aside):
+    // only a map that reads _i or _J keeps them.
+    w.line("  kiln_idx kiln_fi[{}];", vw);
+    w.line("  kiln_uidx kiln_fj[{}];", vw);
+    w.line("#pragma unroll");
+    w.line("  for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", vw);
+    w.line("    const kiln_uidx kiln_r0 = (kiln_e0 + kiln_k) / kiln_P;");
+    w.line("    kiln_uidx kiln_q = kiln_e0 + kiln_k - kiln_r0 * kiln_P;");
+    w.line("    kiln_idx kiln_row = 0, kiln_jin = 0;");
+    // Coordinates by element strides: every dim but the outer reduced one lies in the period.
+    for (int d = 0; d < all_ndim(); ++d) {
+      if (d == od) continue;
+      w.line(
+          "    {{ const kiln_idx kiln_c_d = kiln_idx(kiln_q / kiln_uidx({})) % "
+          "kiln_idx(kiln_shape.kiln_v[{}]);",
+          elem_stride(k, d), d);
+      if (d < od)
+        w.line("      kiln_row = kiln_row * kiln_idx(kiln_shape.kiln_v[{}]) + kiln_c_d; }}", d);
+      else
+        w.line("      kiln_jin = kiln_jin * kiln_idx(kiln_shape.kiln_v[{}]) + kiln_c_d; }}", d);
+    }
+    w.line("    kiln_fi[kiln_k] = kiln_row;");
+    w.line("    kiln_fj[kiln_k] = kiln_r0 * kiln_nin + kiln_uidx(kiln_jin);");
+    w.line("  }}");
+    w.line("  kiln_acc kiln_a[{}];", vw);
+    w.line("#pragma unroll");
+    w.line("  for (int kiln_k = 0; kiln_k < {}; ++kiln_k) kiln_a[kiln_k] = kiln_init();", vw);
+    w.line("  kiln_uidx kiln_s = 0;  // outer rows past each position's first");
+    w.line(
+        "  for (kiln_uidx kiln_e = kiln_e0; kiln_e < kiln_N; kiln_e += {0} * kiln_VT, kiln_s += "
+        "{0} * kiln_c) {{",
+        kUnroll);
+    w.line("    {} kiln_v[{}][{}];", t, kUnroll, vw);
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", kUnroll);
+    w.line(
+        "      if (kiln_e + kiln_u * kiln_VT + {} <= kiln_N) kiln_load<{}>(kiln_v[kiln_u], "
+        "kiln_x_in + kiln_e + kiln_u * kiln_VT);",
+        vw, vw);
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_u = 0; kiln_u < {}; ++kiln_u)", kUnroll);
+    w.line("      if (kiln_e + kiln_u * kiln_VT + {} <= kiln_N)", vw);
+    w.line("#pragma unroll");
+    w.line("        for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
+    w.line(
+        "          {}",
+        map_call(
+            "kiln_a[kiln_k]", "kiln_fi[kiln_k]",
+            "kiln_fj[kiln_k] + (kiln_s + kiln_u * kiln_c) * kiln_nin",
+            [](int, const Param&) { return std::string("kiln_v[kiln_u][kiln_k]"); }, "kiln_u > 0"));
+    w.line("  }}");
+    // The flat input's last, partial vector: the thread whose positions it holds.
+    w.line("  {{");
+    w.line("    const kiln_uidx kiln_tail = kiln_N / {0} * {0};", vw);
+    w.line("    if (kiln_tail < kiln_N && kiln_e0 == kiln_tail % kiln_VT) {{");
+    w.line("      const kiln_uidx kiln_st = kiln_tail / kiln_VT * kiln_c;");
+    w.line("#pragma unroll");
+    w.line("      for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", vw);
+    w.line("        if (kiln_tail + kiln_k < kiln_N)");
+    w.line("          {}", map_call("kiln_a[kiln_k]", "kiln_fi[kiln_k]",
+                                    "kiln_fj[kiln_k] + kiln_st * kiln_nin", [](int, const Param&) {
+                                      return std::string("kiln_x_in[kiln_tail + kiln_k]");
+                                    }));
+    w.line("    }}");
+    w.line("  }}");
+    // The block's positions (kiln_base on from the period's start), each into one slot, then
+    // each row's inner reduced positions into the row's partial.
+    w.line("#pragma unroll");
+    w.line(
+        "  for (int kiln_k = 0; kiln_k < {0}; ++kiln_k) kiln_fsm[threadIdx.x * {0} + kiln_k] = "
+        "kiln_a[kiln_k];",
+        vw);
+    w.line("  __syncthreads();");
+    w.line("  const kiln_uidx kiln_BV = blockDim.x * {};", vw);
+    w.line("  const kiln_uidx kiln_base = kiln_uidx(blockIdx.x) * kiln_BV % kiln_P;");
+    w.line("  for (kiln_uidx kiln_q = threadIdx.x; kiln_q < kiln_P; kiln_q += blockDim.x) {{");
+    w.line(
+        "    const kiln_uidx kiln_p0 = kiln_q >= kiln_base ? kiln_q - kiln_base : kiln_q + kiln_P "
+        "- kiln_base;");
+    w.line("    kiln_acc kiln_x = kiln_fsm[kiln_p0];");
+    w.line(
+        "    for (kiln_uidx kiln_p = kiln_p0 + kiln_P; kiln_p < kiln_BV; kiln_p += kiln_P) "
+        "kiln_combine(kiln_x, kiln_fsm[kiln_p]);");
+    w.line("    kiln_fsm[kiln_p0] = kiln_x;");
+    w.line("  }}");
+    w.line("  __syncthreads();");
+    // Lanes a row: a power of two up to a warp that the block's threads hold for every row.
+    w.line("  kiln_uidx kiln_fl = 1;");
+    w.line("  while (kiln_fl < 32 && kiln_fl * 2 * kiln_uidx(kiln_m) <= blockDim.x) kiln_fl *= 2;");
+    w.line("  kiln_acc* const kiln_ws = reinterpret_cast<kiln_acc*>(kiln_ws_bytes);");
+    w.line(
+        "  for (kiln_uidx kiln_i0 = 0; kiln_i0 < kiln_uidx(kiln_m) * kiln_fl; kiln_i0 += "
+        "blockDim.x) {{");
+    w.line(
+        "    const kiln_uidx kiln_id = kiln_i0 + threadIdx.x, kiln_i = kiln_id / kiln_fl, kiln_l = "
+        "kiln_id % kiln_fl;");
+    w.line("    kiln_acc kiln_x = kiln_init();");
+    w.line("    if (kiln_i < kiln_uidx(kiln_m)) {{");
+    period_offset("      ", "kiln_ko", "kiln_i", 0, od);
+    w.line("      for (kiln_uidx kiln_r = kiln_l; kiln_r < kiln_nin; kiln_r += kiln_fl) {{");
+    period_offset("        ", "kiln_ro", "kiln_r", od + 1, all_ndim());
+    w.line("        const kiln_uidx kiln_q = kiln_uidx(kiln_ko + kiln_ro);");
+    w.line(
+        "        kiln_combine(kiln_x, kiln_fsm[kiln_q >= kiln_base ? kiln_q - kiln_base : kiln_q + "
+        "kiln_P - kiln_base]);");
+    w.line("      }}");
+    w.line("    }}");
+    w.line("    for (int kiln_d = int(kiln_fl) >> 1; kiln_d > 0; kiln_d >>= 1)");
+    w.line("      kiln_combine(kiln_x, kiln_shfl_acc(kiln_x, kiln_d, int(kiln_fl)));");
+    w.line(
+        "    if (kiln_i < kiln_uidx(kiln_m) && kiln_l == 0) kiln_ws[kiln_uidx(blockIdx.x) * "
+        "kiln_uidx(kiln_m) + kiln_i] = kiln_x;");
+    w.line("  }}");
+    // Blocks' partials by groups (the group's last block merges them), then the groups' (the
+    // last group's merger): about sqrt(blocks) of each, so that no block waits on many loads
+    // (one block folding 130 groups of 61 rows, a load at a time: a third of the kernel).
+    w.line("  __shared__ bool kiln_last;");
+    w.line("  constexpr int kiln_fit = int(64 / sizeof(kiln_acc));");
+    w.line("  constexpr int kiln_fu = kiln_fit < 1 ? 1 : kiln_fit > 8 ? 8 : kiln_fit;");
+    w.line("  const kiln_uidx kiln_gsz = kiln_fold_group(gridDim.x);");
+    w.line("  const kiln_uidx kiln_groups = (kiln_uidx(gridDim.x) + kiln_gsz - 1) / kiln_gsz;");
+    w.line(
+        "  const kiln_uidx kiln_grp = kiln_uidx(blockIdx.x) / kiln_gsz, kiln_g0 = kiln_grp * "
+        "kiln_gsz;");
+    w.line(
+        "  const kiln_uidx kiln_gs = kiln_uidx(gridDim.x) - kiln_g0 < kiln_gsz ? "
+        "kiln_uidx(gridDim.x) - kiln_g0 : kiln_gsz;");
+    w.line("  __threadfence();");
+    w.line("  __syncthreads();");
+    w.line(
+        "  if (threadIdx.x == 0) kiln_last = atomicInc(kiln_sem + kiln_grp, unsigned(kiln_gs) - "
+        "1u) == unsigned(kiln_gs) - 1u;");
+    w.line("  __syncthreads();");
+    w.line("  if (!kiln_last) return;");
+    w.line("  __threadfence();");
+    w.line("  kiln_acc* const kiln_ws2 = kiln_ws + kiln_uidx(gridDim.x) * kiln_uidx(kiln_m);");
+    fold_slabs("kiln_ws + kiln_g0 * kiln_uidx(kiln_m)", "kiln_gs",
+               [&] { w.line("      kiln_ws2[kiln_grp * kiln_uidx(kiln_m) + kiln_i] = kiln_x;"); });
+    w.line("  __threadfence();");
+    w.line("  __syncthreads();");
+    w.line(
+        "  if (threadIdx.x == 0) kiln_last = atomicInc(kiln_sem + kiln_groups, "
+        "unsigned(kiln_groups) - 1u) == unsigned(kiln_groups) - 1u;");
+    w.line("  __syncthreads();");
+    w.line("  if (!kiln_last) return;");
+    w.line("  __threadfence();");
+    fold_slabs("kiln_ws2", "kiln_groups", [&] {
+      out_offsets("      ", "kiln_i");
+      post_store("      ", "kiln_x", "kiln_i");
+    });
+  }
+
   // ---- outer: threads across the output's columns, and down the reduced elements ----
   // Combines the column accumulators of a block's blockDim.y threads into those with
   // threadIdx.y == 0 (a tree in shared memory, one vector component at a time).
@@ -701,6 +940,8 @@ std::string emit_reduction(const ReductionDefinition& def, const ReductionSpec& 
   e.lambdas();
   if (s.strategy == ReductionStrategy::outer)
     e.outer();
+  else if (s.strategy == ReductionStrategy::folded)
+    e.folded();
   else
     e.inner();
   w.line("}}");

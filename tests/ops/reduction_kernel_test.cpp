@@ -393,7 +393,10 @@ TEST_CASE("runs that whole vectors do not tile are read in 16-byte windows", "[o
     CHECK(nchw.red_contiguous == (t.itemsize() <= 4 ? 3 : 1));
     CHECK(nchw.vector_width == (t.itemsize() <= 4 ? 16 / t.itemsize() : 1));
   }
-  auto f16 = plan_of(sum, {untouched({354, 480, 8, 49}, float16), untouched({8}, float16)}, 0b1011);
+  // Runs of 49 float16 under 12 rows: a period of 588 elements, past a folded block's 512
+  // (under 8 rows: folded, below).
+  auto f16 =
+      plan_of(sum, {untouched({354, 480, 12, 49}, float16), untouched({12}, float16)}, 0b1011);
   CHECK((f16.red_contiguous == 3 && f16.vector_width == 8 && f16.split == 1));
   // Rows of 123 floats starting an element in: windows; whole aligned vectors stay vectors.
   const ndarray rows = untouched({5000, 124});
@@ -469,4 +472,86 @@ TEST_CASE("peeled row reductions compile on every inner strategy", "[ops]") {
       }
   }
   CHECK(peeled == 4 * 2 * 3);  // 4 dtypes, output dims 1 and 2, warp / block / split
+}
+
+TEST_CASE("dense inputs whose outer reduced axis wraps a short period are streamed flat", "[ops]") {
+  ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "plan_folded_sum");
+  ReductionKernel dot("T x, T w", "T y", "x * w", "a + b", "y = a", "0", "plan_folded_dot");
+  // Columns that whole vectors do not tile (rows of 61 float32, 37 float64, 5 int8), runs of
+  // 49 float16 under 8 rows: one flat run of 16-byte vectors.
+  struct Case {
+    Shape shape;
+    dtype t;
+    std::uint64_t mask;
+  };
+  for (const Case& c : {Case{{1101277, 61}, float32, 0b01}, Case{{100001, 37}, float64, 0b01},
+                        Case{{100003, 5}, int8, 0b01}, Case{{354, 480, 8, 49}, float16, 0b1011},
+                        Case{{5001, 3, 7}, float32, 0b101}}) {
+    INFO(c.shape.str() << " " << c.t.name());
+    const auto out = reduced_shape(c.shape, c.mask, false);
+    auto s = plan_of(sum, {untouched(c.shape, c.t), untouched(out, c.t)}, c.mask);
+    CHECK(s.strategy == ReductionStrategy::folded);
+    CHECK(s.vector_width == 16 / c.t.itemsize());
+    CHECK(s.split == 1);
+  }
+  // Not folded: whole vectors already tile the columns, the period is past 512 elements (NCHW
+  // 7 x 7 planes of 64 channels), a kept axis outside the reduced ones, two inputs, a view
+  // that is not dense, too few elements for a fold unit of blocks.
+  CHECK(plan_of(sum, {untouched({1 << 20, 16}), untouched({16})}, 0b01).strategy ==
+        ReductionStrategy::outer);
+  CHECK(plan_of(sum, {untouched({512, 64, 7, 7}), untouched({64})}, 0b1101).strategy !=
+        ReductionStrategy::folded);
+  CHECK(plan_of(sum, {untouched({4000, 61, 7}), untouched({4000, 7})}, 0b010).strategy !=
+        ReductionStrategy::folded);
+  CHECK(plan_of(dot, {untouched({100000, 61}), untouched({100000, 61}), untouched({61})}, 0b01)
+            .strategy != ReductionStrategy::folded);
+  const ndarray wide = untouched({100000, 62});
+  CHECK(plan_of(sum, {wide(all, slice(0, 61)), untouched({61})}, 0b01).strategy !=
+        ReductionStrategy::folded);
+  CHECK(plan_of(sum, {untouched({300, 61}), untouched({61})}, 0b01).strategy !=
+        ReductionStrategy::folded);
+  // The grid: a multiple of the fold unit (61 blocks step 61 * 512 elements), half the blocks
+  // that fit; partials of every block and of every group of about sqrt(blocks), a counter per
+  // group and one for the last merge.
+  codegen::ReductionSpec spec;
+  spec.strategy = ReductionStrategy::folded;
+  spec.vector_width = 4;
+  auto g = codegen::folded_geometry(spec, 61, 61, std::int64_t(61) * 1101277, 132);
+  REQUIRE(g.fold_unit == 61);
+  CHECK(spec.split == 1);
+  CHECK(g.block == 128);
+  CHECK(g.grid_x % 61 == 0);
+  codegen::balance_parts(g, spec, 61, 12, 132);
+  CHECK(g.grid_x == 61 * (12 * 132 / 2 / 61));
+  const std::int64_t group = codegen::fold_group(g.grid_x);
+  CHECK(group * group >= g.grid_x);
+  CHECK((group - 1) * (group - 1) < g.grid_x);
+  const std::int64_t groups = (g.grid_x + group - 1) / group;
+  CHECK(g.partials == (g.grid_x + groups) * 61);
+  CHECK(g.counters == groups + 1);
+  // 392 = 8 * 49: 49 blocks of 512 positions make whole periods.
+  spec.vector_width = 8;
+  CHECK(codegen::folded_geometry(spec, 8, 392, 392 * 169920, 132).fold_unit == 49);
+  // A period of 509 (prime) needs 509 blocks a step: more than a wave of 64-thread blocks
+  // (32 an SM) on 4 SMs.
+  CHECK(codegen::folded_geometry(spec, 509, 509, 509 * 100000, 4).fold_unit == 0);
+}
+
+TEST_CASE("folded reductions compile for sm_90 with maps that read positions", "[ops]") {
+  test::TempDir dir;
+  test::ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  ReductionKernel picked("T x", "T y", "_J % 7 == 3 ? x : T(_i)", "a + b", "y = a", "0",
+                         "kiln_test_folded_picked");
+  ReductionKernel max("T x", "T y", "x", "a > b ? a : b", "y = a", "", "kiln_test_folded_max");
+  int folded = 0;
+  for (const auto* k : {&picked, &max})
+    for (dtype t : {int8, float16, float32, float64})
+      for (const auto& s : k->specs({.dtypes = {t}, .max_ndim = 3, .index64 = false}))
+        if (s.strategy == ReductionStrategy::folded) {
+          ++folded;
+          CHECK(s.vector_width == 16 / t.itemsize());
+          INFO(t.name() << " out " << int(s.out_ndim) << " red " << int(s.red_ndim));
+          CHECK_NOTHROW(cache::compile_cached(k->compile_request(s, 90)));
+        }
+  CHECK(folded == 2 * 4 * 6);  // (output, reduced) dims pairs up to 3 dims in all
 }

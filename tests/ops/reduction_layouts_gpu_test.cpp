@@ -349,3 +349,57 @@ TEST_CASE("runs of odd length and alignment (16-byte windows) reduce as the host
     CHECK(argmax(xd).get<std::int64_t>()[0] == want);
   }
 }
+
+TEST_CASE("inputs streamed flat with their period folded reduce as the host in every dtype",
+          "[ops][gpu]") {
+  // Dense inputs whose reduced outer axis wraps a short period (the folded strategy): narrow
+  // columns whose rows whole vectors do not tile, (.., 8, 49) batch statistics, periods that
+  // divide 512 and ones that do not, a flat length off the vector (the last partial vector),
+  // argmax's positions, a reduction with no identity, keepdims both ways.
+  ReductionKernel no_identity("T x", "T y", "x", "a > b ? a : b", "y = a", "", "folded_max");
+  struct Case {
+    Shape shape;
+    std::uint64_t mask;
+  };
+  for (const Case& c :
+       {Case{{20001, 61}, 0b01}, Case{{300, 8, 49}, 0b101}, Case{{5001, 3, 7}, 0b101},
+        Case{{20001, 37}, 0b01}, Case{{40, 250, 2, 3}, 0b1011}}) {
+    const ndarray x = random_f32(c.shape);
+    INFO(x.shape().str() << " mask " << c.mask);
+    check_float32(x, c.mask);
+    const axes ax = axes_of(c.mask, x.ndim());
+    const auto g = groups(host<float>(x), x.shape(), c.mask);
+    ndarray mx = poisoned(reduced_shape(x.shape(), c.mask, false), float32);
+    no_identity(x, mx, reduce_options{.axis = ax});
+    const auto hmx = mx.get<float>();
+    std::size_t bad = 0;
+    for (std::size_t o = 0; o < g.size(); ++o) bad += double(hmx[o]) != stats(g[o]).max;
+    CHECK(bad == 0);
+    // float16 summed in float32, float64, int8 (exact, int64), complex64.
+    const ndarray xh = x.astype(float16);
+    const auto gh = groups(host<half>(xh), x.shape(), c.mask);
+    const auto sh = sum(xh, ax, false, {.dtype = float32}).get<float>();
+    bad = 0;
+    for (std::size_t o = 0; o < gh.size(); ++o)
+      bad += std::abs(double(sh[o]) - stats(gh[o]).sum) > 1e-5 * stats(gh[o]).abs + 1e-5;
+    CHECK(bad == 0);
+    const ndarray xd = x.astype(float64);
+    const auto sd = sum(xd, ax).get<double>();
+    bad = 0;
+    for (std::size_t o = 0; o < g.size(); ++o)
+      bad += std::abs(sd[o] - stats(g[o]).sum) > 1e-12 * stats(g[o]).abs + 1e-12;
+    CHECK(bad == 0);
+    const ndarray xi = (x * 25.0f).astype(int8).eval();
+    const auto gi = groups(host<std::int8_t>(xi), x.shape(), c.mask);
+    const auto si = sum(xi, ax).get<std::int64_t>();
+    bad = 0;
+    for (std::size_t o = 0; o < gi.size(); ++o) bad += double(si[o]) != stats(gi[o]).sum;
+    CHECK(bad == 0);
+    const auto sc = sum(x.astype(complex64), ax).get<std::complex<float>>();
+    bad = 0;
+    for (std::size_t o = 0; o < g.size(); ++o)
+      bad += std::abs(double(sc[o].real()) - stats(g[o]).sum) > 1e-5 * stats(g[o]).abs + 1e-5 ||
+             sc[o].imag() != 0.0f;
+    CHECK(bad == 0);
+  }
+}

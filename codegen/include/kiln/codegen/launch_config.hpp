@@ -107,7 +107,25 @@ struct ReductionGeometry {
   std::uint32_t max_parts = 1;  // split: the most parts that keep every block's work whole
   /// Split workspace: partial slots and zeroed counters the launch needs.
   std::int64_t partials = 0, counters = 0;
+  /// folded: the grid is a multiple of this many blocks (so that the grid's threads step a
+  /// whole number of periods), and the period itself.
+  std::int64_t fold_unit = 0, period = 0;
 };
+
+/// Positions of the period one folded block holds (blockDim.x * vector_width).
+inline constexpr int kFoldPositions = 512;
+
+/// Blocks whose partials one block of a folded reduction merges before the last merge of all
+/// groups: the smallest s with s * s >= blocks (the kernel's kiln_fold_group, the same rule).
+std::int64_t fold_group(std::int64_t blocks);
+
+/// The blocks of a folded reduction (spec.strategy == folded, spec.vector_width chosen): m
+/// outputs whose elements repeat with `period` (<= kFoldPositions) along a flat input of
+/// `total` elements; 0 blocks (fold_unit 0) when no grid of at most two waves steps whole
+/// periods. Always split: blocks' partials, then groups' partials (fold_group), and one
+/// counter per group and one for the last merge.
+ReductionGeometry folded_geometry(ReductionSpec& spec, std::int64_t m, std::int64_t period,
+                                  std::int64_t total, int sm_count);
 
 /// Completes a reduction spec whose strategy family (inner or outer), dims and vector width
 /// the planner chose: a group of lanes or a block per row, whether blocks split rows or

@@ -13,7 +13,9 @@
 //   then  index  the output size M;  index  the reduced size N
 //   then  dims   the collapsed shape (out_ndim output dims, then red_ndim reduced dims)
 //   then, split only: pointer (unsigned char*) partials workspace, pointer (unsigned int*)
-//         zeroed counters (one per row for inner_block, one per block column for outer)
+//         zeroed counters (one per row for inner_block, one per block column for outer; for
+//         folded one per group of fold_group(blocks) blocks and one for the last merge, after
+//         the blocks' partials come the groups')
 // reduction_arg(spec, k) describes argument k; host packing and the declarations both come
 // from it. A split kernel's partials take reduction_partial_global's size each (read from the
 // loaded module: the reduce type may be a user struct).

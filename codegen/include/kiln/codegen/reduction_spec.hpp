@@ -29,6 +29,12 @@ enum class ReductionStrategy : std::uint8_t {
                 // vector_width columns) and down the reduced elements (blockDim.y), combined
                 // through shared memory; blocks of the grid's y dimension split the reduced
                 // range (with split)
+  folded,       // one array input laid out densely, the first reduced dim outermost, the
+                // rest a period of P = m * (n / its extent) <= kFoldPositions elements: the
+                // threads stream the input flat by vector_width-element vectors (the grid a
+                // multiple of the period, so each thread's positions in it stay put); a
+                // block folds its positions into rows in shared memory, and block partials
+                // merge by groups of fold_group(blocks), then once (always split)
 };
 
 struct ReductionSpec {
@@ -37,7 +43,8 @@ struct ReductionSpec {
   std::uint8_t red_ndim = 1;      // collapsed reduced dims (>= 1)
   std::uint8_t index_bits = 32;   // 32 or 64
   std::uint8_t vector_width = 1;  // elements per vector load: inner with red_contiguous along
-                                  // the runs; outer across contiguous output columns
+                                  // the runs; outer across contiguous output columns; folded
+                                  // along the flat input
   // Every array input has unit steps along the last reduced dim: 1, in whole aligned vectors;
   // 2 (one reduced dim, one array input), vectors from each row's first 16-byte boundary, the
   // elements before it and past the last whole vector one at a time (rows of any length and
@@ -45,7 +52,7 @@ struct ReductionSpec {
   // runs read in aligned 16-byte windows of vector_width elements, those outside the run
   // skipped (runs of any length and alignment: the 7 x 7 planes of NCHW batch statistics).
   std::uint8_t red_contiguous = 0;
-  std::uint8_t split = 0;  // inner_block / outer: blocks share a row or column tile
+  std::uint8_t split = 0;  // inner_block / outer: blocks share a row or column tile (folded: 1)
   std::uint8_t nparams = 0;
   std::array<OperandSpec, kMaxParams> params{};  // kinds: scalar, array, raw_array
 

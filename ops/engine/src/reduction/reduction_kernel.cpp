@@ -53,12 +53,14 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
   base.nparams = std::uint8_t(n);
   std::size_t widest = 1;
   int array_inputs = 0;
+  bool raw = false;
   for (std::size_t k = 0; k < n; ++k) {
     const bool scalar = int(k) < def.nin && !info[k].is_array;
     const auto kind = scalar              ? OperandKind::scalar
                       : def.params[k].raw ? OperandKind::raw_array
                                           : OperandKind::array;
     base.set_param(int(k), types[k], kind, t.raw_ndim, true);
+    raw |= kind == OperandKind::raw_array;
     if (kind == OperandKind::array && int(k) < def.nin) {
       widest = std::max(widest, types[k].itemsize());
       ++array_inputs;
@@ -98,6 +100,8 @@ std::vector<ReductionSpec> ReductionKernel::specs(const aot_target& t) const {
           with(ReductionStrategy::inner_block, 0, od, rd, 2, int(16 / widest));
           with(ReductionStrategy::inner_block, 1, od, rd, 2, int(16 / widest));
         }
+        if (array_inputs == 1 && widest <= 8 && !raw)  // the input streamed flat, period folded
+          with(ReductionStrategy::folded, 1, od, rd, 0, int(16 / widest));
         if (array_inputs == 1 && widest <= 4) {  // runs in aligned 16-byte windows
           with(ReductionStrategy::inner_warp, 0, od, rd, 3, int(16 / widest));
           with(ReductionStrategy::inner_block, 0, od, rd, 3, int(16 / widest));

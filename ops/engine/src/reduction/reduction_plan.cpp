@@ -29,6 +29,51 @@ void collapse_group(Shape& shape, std::span<Shape> strides) {
   }
 }
 
+// Folded (ReductionStrategy::folded): one array input laid out densely whose first reduced
+// dim is outermost, the rest a period of at most kFoldPositions elements, where the plan so
+// far reads less than 16 bytes a load: outer columns that whole vectors do not tile ((R, 61)
+// float32) or inner runs short of 256 bytes ((A, 8, 49) float16 over (0, 2): windows). The
+// input is then read as one flat run of 16-byte vectors.
+bool try_folded(const KernelCall& c, int k, int nin_ops, const Shape& kept, const Shape& red,
+                ReductionPlan& plan, int sm_count) {
+  auto& spec = plan.spec;
+  if (nin_ops != 1 || c.options.block_size || plan.m < 2 || plan.n < 2) return false;
+  for (int j = 0; j < c.nparams; ++j)
+    if (spec.kind(j) == OperandKind::raw_array) return false;
+  const auto isz = std::int64_t(c.types[k].itemsize());
+  if (isz > 8 || 16 % isz) return false;
+  const bool outer = spec.strategy == ReductionStrategy::outer;
+  if (outer ? spec.vector_width * isz >= 16 : red.size() < 2 || red.back() * isz >= 256)
+    return false;
+  if (reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % 16) return false;
+  // Dense, positive strides, the outer reduced dim (loop dim kept.size()) the widest.
+  const Shape& st = plan.strides[std::size_t(plan.slot[std::size_t(k)])];
+  const int nd = plan.dims.size(), outer_red = kept.size();
+  std::array<int, kMaxNdim> order;
+  for (int d = 0; d < nd; ++d) {
+    if (plan.dims[d] < 2 || st[d] <= 0) return false;
+    order[std::size_t(d)] = d;
+  }
+  std::sort(order.begin(), order.begin() + nd, [&](int a, int b) { return st[a] < st[b]; });
+  std::int64_t next = isz;
+  for (int i = 0; i < nd; ++i) {
+    const int d = order[std::size_t(i)];
+    if (st[d] != next) return false;
+    next *= plan.dims[d];
+  }
+  if (order[std::size_t(nd - 1)] != outer_red) return false;
+  const std::int64_t period = plan.m * (plan.n / red[0]);
+  if (period > codegen::kFoldPositions) return false;
+  const codegen::ReductionSpec before = spec;
+  spec.strategy = ReductionStrategy::folded;
+  spec.vector_width = std::uint8_t(16 / isz);
+  spec.red_contiguous = 0;
+  plan.geometry = codegen::folded_geometry(spec, plan.m, period, plan.m * plan.n, sm_count);
+  if (plan.geometry.fold_unit > 0) return true;
+  spec = before;
+  return false;
+}
+
 }  // namespace
 
 void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int sm_count,
@@ -187,6 +232,7 @@ void plan_reduction(const KernelCall& c, std::uint64_t mask, bool keepdims, int 
       }
     }
   }
+  if (try_folded(c, ops[0], nin_ops, kept, red, plan, sm_count)) return;
   plan.geometry = codegen::reduction_geometry(spec, plan.m, plan.n, c.options.block_size, sm_count);
 }
 

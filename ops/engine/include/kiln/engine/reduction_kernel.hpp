@@ -83,7 +83,9 @@ class ReductionKernel : public generated_kernel<ReductionKernel, codegen::Reduct
   /// Every spec a call with arrays of target.dtypes can ask for: for every (output dims,
   /// reduced dims) pair with output + reduced dims <= max_ndim + 1, rows contiguous along the
   /// last reduced dim (lane group, block, split block; every vector width), strided rows
-  /// (the same three), outer columns (plain and split; every vector width); 32/64-bit indices.
+  /// (the same three), outer columns (plain and split; every vector width), one input of at
+  /// most 8 bytes streamed flat with its period folded (16-byte vectors), windows and peeled
+  /// rows where they apply; 32/64-bit indices.
   std::vector<codegen::ReductionSpec> specs(const aot_target& target) const;
   static std::string emit(const codegen::ReductionDefinition& def,
                           const codegen::ReductionSpec& spec);
