@@ -233,9 +233,12 @@ ReductionGeometry reduction_geometry(ReductionSpec& s, std::int64_t m, std::int6
 
 namespace {
 
-// A folded grid of `units` fold units: partials of every block then of every group, counters
-// of every group then the last merge's.
-void set_folded_grid(ReductionGeometry& g, std::int64_t m, std::int64_t units) {
+// A folded grid of as many whole fold units as `blocks` holds (at least one, at most
+// max_parts): partials of every block then of every group, counters of every group then the
+// last merge's.
+void set_folded_grid(ReductionGeometry& g, std::int64_t m, std::int64_t blocks) {
+  const std::int64_t units =
+      std::clamp<std::int64_t>(blocks / g.fold_unit, 1, std::int64_t(g.max_parts));
   g.parts = std::uint32_t(units);
   g.grid_x = std::uint32_t(units * g.fold_unit);
   const std::int64_t group = fold_group(g.grid_x);
@@ -257,7 +260,6 @@ ReductionGeometry folded_geometry(ReductionSpec& s, std::int64_t m, std::int64_t
   ReductionGeometry g;
   const std::int64_t vw = std::max<int>(s.vector_width, 1);
   g.block = g.block_x = int(kFoldPositions / vw);
-  g.period = period;
   if (period <= 0 || period > kFoldPositions || m <= 0) return g;
   // The grid's threads step vw * threads elements: a whole number of periods when the block
   // count is a multiple of period / gcd(period, kFoldPositions).
@@ -272,8 +274,7 @@ ReductionGeometry folded_geometry(ReductionSpec& s, std::int64_t m, std::int64_t
     return g;
   }
   s.split = 1;
-  set_folded_grid(g, m,
-                  std::clamp<std::int64_t>(resident / g.fold_unit, 1, std::int64_t(g.max_parts)));
+  set_folded_grid(g, m, resident);
   return g;
 }
 
@@ -287,10 +288,7 @@ void balance_parts(ReductionGeometry& g, const ReductionSpec& s, std::int64_t m,
     // fractions of the copy rate, all that fit / half / a quarter: 0.80 / 0.81 / 0.65-0.73
     // and 0.61 / 0.63-0.65 / 0.56.
     if (g.fold_unit <= 0) return;
-    const std::int64_t resident =
-        std::max<std::int64_t>(1, std::int64_t(blocks_per_sm) * sm_count / 2);
-    set_folded_grid(g, m,
-                    std::clamp<std::int64_t>(resident / g.fold_unit, 1, std::int64_t(g.max_parts)));
+    set_folded_grid(g, m, std::int64_t(blocks_per_sm) * sm_count / 2);
     return;
   }
   const bool outer = s.strategy == ReductionStrategy::outer;

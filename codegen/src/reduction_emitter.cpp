@@ -531,10 +531,9 @@ struct Emit {
     }
     w.line("{}  {} += kiln_idx(kiln_rem) * {}; }}", ind, var, elem_stride(k, from));
   }
-  // Folds `count` slabs of m partials at `src` (slab b's row i at src[b * m + i]) into one
-  // partial per row, kiln_fl lanes a row with up to 64 bytes of loads in flight each, and runs
-  // `sink` with kiln_i and kiln_x.
-  void fold_slabs(std::string_view src, std::string_view count, const std::function<void()>& sink) {
+  // One partial kiln_x per output row kiln_i, kiln_fl lanes a row (kiln_l the lane): `fold`
+  // folds the lane's share into kiln_x, the lanes combine by shuffles, and lane 0 runs `sink`.
+  void rows_by_lanes(const std::function<void()>& fold, const std::function<void()>& sink) {
     w.line(
         "  for (kiln_uidx kiln_i0 = 0; kiln_i0 < kiln_uidx(kiln_m) * kiln_fl; kiln_i0 += "
         "blockDim.x) {{");
@@ -542,32 +541,57 @@ struct Emit {
         "    const kiln_uidx kiln_id = kiln_i0 + threadIdx.x, kiln_i = kiln_id / kiln_fl, kiln_l = "
         "kiln_id % kiln_fl;");
     w.line("    kiln_acc kiln_x = kiln_init();");
-    w.line("    if (kiln_i < kiln_uidx(kiln_m))");
-    w.line(
-        "      for (kiln_uidx kiln_b = kiln_l; kiln_b < kiln_uidx({}); kiln_b += kiln_fu * "
-        "kiln_fl) {{",
-        count);
-    w.line("        kiln_acc kiln_t[kiln_fu];");
-    w.line("#pragma unroll");
-    w.line("        for (int kiln_u = 0; kiln_u < kiln_fu; ++kiln_u)");
-    w.line("          if (kiln_b + kiln_u * kiln_fl < kiln_uidx({}))", count);
-    w.line(
-        "            kiln_t[kiln_u] = kiln_load_cg({} + (kiln_b + kiln_u * kiln_fl) * "
-        "kiln_uidx(kiln_m) + kiln_i);",
-        src);
-    w.line("#pragma unroll");
-    w.line("        for (int kiln_u = 0; kiln_u < kiln_fu; ++kiln_u)");
-    w.line(
-        "          if (kiln_b + kiln_u * kiln_fl < kiln_uidx({})) kiln_combine(kiln_x, "
-        "kiln_t[kiln_u]);",
-        count);
-    w.line("      }}");
+    fold();
     w.line("    for (int kiln_d = int(kiln_fl) >> 1; kiln_d > 0; kiln_d >>= 1)");
     w.line("      kiln_combine(kiln_x, kiln_shfl_acc(kiln_x, kiln_d, int(kiln_fl)));");
-    w.line("    if (kiln_i < kiln_uidx(kiln_m) && kiln_l == 0) {{");
     sink();
-    w.line("    }}");
     w.line("  }}");
+  }
+  // Folds `count` slabs of m partials at `src` (slab b's row i at src[b * m + i]) into one
+  // partial per row, up to 64 bytes of loads in flight a lane, and runs `sink` with kiln_i and
+  // kiln_x.
+  void fold_slabs(std::string_view src, std::string_view count, const std::function<void()>& sink) {
+    rows_by_lanes(
+        [&] {
+          w.line("    if (kiln_i < kiln_uidx(kiln_m))");
+          w.line(
+              "      for (kiln_uidx kiln_b = kiln_l; kiln_b < kiln_uidx({}); kiln_b += kiln_fu * "
+              "kiln_fl) {{",
+              count);
+          w.line("        kiln_acc kiln_t[kiln_fu];");
+          w.line("#pragma unroll");
+          w.line("        for (int kiln_u = 0; kiln_u < kiln_fu; ++kiln_u)");
+          w.line("          if (kiln_b + kiln_u * kiln_fl < kiln_uidx({}))", count);
+          w.line(
+              "            kiln_t[kiln_u] = kiln_load_cg({} + (kiln_b + kiln_u * kiln_fl) * "
+              "kiln_uidx(kiln_m) + kiln_i);",
+              src);
+          w.line("#pragma unroll");
+          w.line("        for (int kiln_u = 0; kiln_u < kiln_fu; ++kiln_u)");
+          w.line(
+              "          if (kiln_b + kiln_u * kiln_fl < kiln_uidx({})) kiln_combine(kiln_x, "
+              "kiln_t[kiln_u]);",
+              count);
+          w.line("      }}");
+        },
+        [&] {
+          w.line("    if (kiln_i < kiln_uidx(kiln_m) && kiln_l == 0) {{");
+          sink();
+          w.line("    }}");
+        });
+  }
+  // Whether this block is the last of `count` to reach counter `sem` (the counter wraps back
+  // to 0): the others return; the last sees every earlier block's partials.
+  void last_block_or_return(std::string_view sem, std::string_view count) {
+    w.line("  __threadfence();");
+    w.line("  __syncthreads();");
+    w.line(
+        "  if (threadIdx.x == 0) kiln_last = atomicInc(kiln_sem + {0}, unsigned({1}) - 1u) == "
+        "unsigned({1}) - 1u;",
+        sem, count);
+    w.line("  __syncthreads();");
+    w.line("  if (!kiln_last) return;");
+    w.line("  __threadfence();");
   }
   void folded() {
     const int vw = s.vector_width, k = folded_input(), od = s.out_ndim;
@@ -673,29 +697,24 @@ struct Emit {
     w.line("  kiln_uidx kiln_fl = 1;");
     w.line("  while (kiln_fl < 32 && kiln_fl * 2 * kiln_uidx(kiln_m) <= blockDim.x) kiln_fl *= 2;");
     w.line("  kiln_acc* const kiln_ws = reinterpret_cast<kiln_acc*>(kiln_ws_bytes);");
-    w.line(
-        "  for (kiln_uidx kiln_i0 = 0; kiln_i0 < kiln_uidx(kiln_m) * kiln_fl; kiln_i0 += "
-        "blockDim.x) {{");
-    w.line(
-        "    const kiln_uidx kiln_id = kiln_i0 + threadIdx.x, kiln_i = kiln_id / kiln_fl, kiln_l = "
-        "kiln_id % kiln_fl;");
-    w.line("    kiln_acc kiln_x = kiln_init();");
-    w.line("    if (kiln_i < kiln_uidx(kiln_m)) {{");
-    period_offset("      ", "kiln_ko", "kiln_i", 0, od);
-    w.line("      for (kiln_uidx kiln_r = kiln_l; kiln_r < kiln_nin; kiln_r += kiln_fl) {{");
-    period_offset("        ", "kiln_ro", "kiln_r", od + 1, all_ndim());
-    w.line("        const kiln_uidx kiln_q = kiln_uidx(kiln_ko + kiln_ro);");
-    w.line(
-        "        kiln_combine(kiln_x, kiln_fsm[kiln_q >= kiln_base ? kiln_q - kiln_base : kiln_q + "
-        "kiln_P - kiln_base]);");
-    w.line("      }}");
-    w.line("    }}");
-    w.line("    for (int kiln_d = int(kiln_fl) >> 1; kiln_d > 0; kiln_d >>= 1)");
-    w.line("      kiln_combine(kiln_x, kiln_shfl_acc(kiln_x, kiln_d, int(kiln_fl)));");
-    w.line(
-        "    if (kiln_i < kiln_uidx(kiln_m) && kiln_l == 0) kiln_ws[kiln_uidx(blockIdx.x) * "
-        "kiln_uidx(kiln_m) + kiln_i] = kiln_x;");
-    w.line("  }}");
+    rows_by_lanes(
+        [&] {
+          w.line("    if (kiln_i < kiln_uidx(kiln_m)) {{");
+          period_offset("      ", "kiln_ko", "kiln_i", 0, od);
+          w.line("      for (kiln_uidx kiln_r = kiln_l; kiln_r < kiln_nin; kiln_r += kiln_fl) {{");
+          period_offset("        ", "kiln_ro", "kiln_r", od + 1, all_ndim());
+          w.line("        const kiln_uidx kiln_q = kiln_uidx(kiln_ko + kiln_ro);");
+          w.line(
+              "        kiln_combine(kiln_x, kiln_fsm[kiln_q >= kiln_base ? kiln_q - kiln_base : "
+              "kiln_q + kiln_P - kiln_base]);");
+          w.line("      }}");
+          w.line("    }}");
+        },
+        [&] {
+          w.line(
+              "    if (kiln_i < kiln_uidx(kiln_m) && kiln_l == 0) kiln_ws[kiln_uidx(blockIdx.x) * "
+              "kiln_uidx(kiln_m) + kiln_i] = kiln_x;");
+        });
     // Blocks' partials by groups (the group's last block merges them), then the groups' (the
     // last group's merger): about sqrt(blocks) of each, so that no block waits on many loads
     // (one block folding 130 groups of 61 rows, a load at a time: a third of the kernel).
@@ -710,25 +729,11 @@ struct Emit {
     w.line(
         "  const kiln_uidx kiln_gs = kiln_uidx(gridDim.x) - kiln_g0 < kiln_gsz ? "
         "kiln_uidx(gridDim.x) - kiln_g0 : kiln_gsz;");
-    w.line("  __threadfence();");
-    w.line("  __syncthreads();");
-    w.line(
-        "  if (threadIdx.x == 0) kiln_last = atomicInc(kiln_sem + kiln_grp, unsigned(kiln_gs) - "
-        "1u) == unsigned(kiln_gs) - 1u;");
-    w.line("  __syncthreads();");
-    w.line("  if (!kiln_last) return;");
-    w.line("  __threadfence();");
+    last_block_or_return("kiln_grp", "kiln_gs");
     w.line("  kiln_acc* const kiln_ws2 = kiln_ws + kiln_uidx(gridDim.x) * kiln_uidx(kiln_m);");
     fold_slabs("kiln_ws + kiln_g0 * kiln_uidx(kiln_m)", "kiln_gs",
                [&] { w.line("      kiln_ws2[kiln_grp * kiln_uidx(kiln_m) + kiln_i] = kiln_x;"); });
-    w.line("  __threadfence();");
-    w.line("  __syncthreads();");
-    w.line(
-        "  if (threadIdx.x == 0) kiln_last = atomicInc(kiln_sem + kiln_groups, "
-        "unsigned(kiln_groups) - 1u) == unsigned(kiln_groups) - 1u;");
-    w.line("  __syncthreads();");
-    w.line("  if (!kiln_last) return;");
-    w.line("  __threadfence();");
+    last_block_or_return("kiln_groups", "kiln_groups");
     fold_slabs("kiln_ws2", "kiln_groups", [&] {
       out_offsets("      ", "kiln_i");
       post_store("      ", "kiln_x", "kiln_i");

@@ -108,8 +108,8 @@ struct ReductionGeometry {
   /// Split workspace: partial slots and zeroed counters the launch needs.
   std::int64_t partials = 0, counters = 0;
   /// folded: the grid is a multiple of this many blocks (so that the grid's threads step a
-  /// whole number of periods), and the period itself.
-  std::int64_t fold_unit = 0, period = 0;
+  /// whole number of periods).
+  std::int64_t fold_unit = 0;
 };
 
 /// Positions of the period one folded block holds (blockDim.x * vector_width).
@@ -121,9 +121,9 @@ std::int64_t fold_group(std::int64_t blocks);
 
 /// The blocks of a folded reduction (spec.strategy == folded, spec.vector_width chosen): m
 /// outputs whose elements repeat with `period` (<= kFoldPositions) along a flat input of
-/// `total` elements; 0 blocks (fold_unit 0) when no grid of at most two waves steps whole
-/// periods. Always split: blocks' partials, then groups' partials (fold_group), and one
-/// counter per group and one for the last merge.
+/// `total` elements; 0 blocks (fold_unit 0) when the fold unit is past a wave of full SMs or
+/// would leave a thread under four vectors. Always split: blocks' partials, then groups'
+/// partials (fold_group), and one counter per group and one for the last merge.
 ReductionGeometry folded_geometry(ReductionSpec& spec, std::int64_t m, std::int64_t period,
                                   std::int64_t total, int sm_count);
 

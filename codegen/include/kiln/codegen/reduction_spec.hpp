@@ -31,8 +31,8 @@ enum class ReductionStrategy : std::uint8_t {
                 // range (with split)
   folded,       // one array input laid out densely, the first reduced dim outermost, the
                 // rest a period of P = m * (n / its extent) <= kFoldPositions elements: the
-                // threads stream the input flat by vector_width-element vectors (the grid a
-                // multiple of the period, so each thread's positions in it stay put); a
+                // threads stream the input flat by vector_width-element vectors (the grid
+                // steps whole periods, so each thread's positions in it stay put); a
                 // block folds its positions into rows in shared memory, and block partials
                 // merge by groups of fold_group(blocks), then once (always split)
 };
