@@ -225,6 +225,7 @@ struct Case {
   // results
   double bytes = 0, ms = 0, fraction = 0, max_error = 0;
   double touched = 0, fraction_touched = 0;  // bytes in the 32-byte sectors memory must move
+  double host_us = 0;  // composites: host time a call (calls issued back to back)
   bool correct = false;
   std::string error;
 };
@@ -583,6 +584,17 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
   // L2 (on an H200): streamed, each phase reading its row again from L2.
   add("softmax (2048, 36000) last axis", "softmax", float32, {vocab_rows, 36000}, {-1});
   add("layer norm (2048, 36000) last axis", "layer_norm", float32, {vocab_rows, 36000}, {-1});
+  // Batch statistics over (0, 2, 3) whose rows (a channel's N * H * W) a cluster or a block
+  // holds: rows of runs, one kernel. Planes whose runs hold whole 16-byte vectors (56 x 56
+  // float32, 28 x 28 float16) and 7 x 7 planes, one element an access.
+  add("standardize over (0, 2, 3) of (64, 64, 56, 56)", "standardize", float32,
+      {scaled(64, 2), 64, 56, 56}, {0, 2, 3});
+  add("standardize over (0, 2, 3) of (128, 64, 28, 28)", "standardize", float16,
+      {scaled(128, 2), 64, 28, 28}, {0, 2, 3});
+  add("standardize over (0, 2, 3) of (256, 256, 7, 7)", "standardize", float16,
+      {scaled(256, 2), 256, 7, 7}, {0, 2, 3});
+  add("softmax over (0, 2, 3) of (32, 128, 56, 56)", "softmax", float32,
+      {scaled(32, 2), 128, 56, 56}, {0, 2, 3});
 }
 
 // ---------------------------------------------------------------- running
@@ -907,6 +919,8 @@ void run_composite(Case& c, Rng& r, std::uint64_t seed) {
   }
   c.correct = ok;
   c.ms = bench::median_device_ms([&] { composite(c, in.views); }, 3, 15);
+  // What the call costs the host (planning, launches): where it nears ms, the GPU waits on it.
+  c.host_us = bench::median_host_us([&] { composite(c, in.views); }, 50, 5);
   c.bytes = double(in.views[0].nbytes());
   for (const auto& a : res) c.bytes += double(a.nbytes());
 }
@@ -929,6 +943,7 @@ std::string case_json(const Case& c) {
       c.keepdims ? "true" : "false", json_number(c.bytes), json_number(c.ms),
       json_number(c.bytes / c.ms / 1e6), json_number(c.fraction), c.correct ? "true" : "false",
       json_number(c.max_error), json_number(c.fraction_touched));
+  if (c.host_us > 0) s += fmt::format(", \"host_us\": {}", json_number(c.host_us));
   if (!c.error.empty()) s += ", \"error\": " + json_string(c.error);
   return s + "}";
 }

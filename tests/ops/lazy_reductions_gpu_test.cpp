@@ -835,6 +835,112 @@ TEST_CASE("standardising over batch axes and batch statistics run in the fewest 
   CHECK(bad == 0);
 }
 
+namespace {
+
+// Standardising (or softmax) of a logical (N, C, H, W) host array over (0, 2, 3), in double:
+// each channel's N * H * W elements a row.
+std::vector<double> host_over_batch(const std::vector<float>& x, const Shape& s, bool softmax) {
+  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+  std::vector<double> out(x.size());
+  auto at = [&](std::int64_t b, std::int64_t ch, std::int64_t k) {
+    return std::size_t((b * c + ch) * hw + k);
+  };
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    double m = 0, q = 0, mx = -INFINITY, e = 0;
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t k = 0; k < hw; ++k) {
+        m += x[at(b, ch, k)];
+        mx = std::max(mx, double(x[at(b, ch, k)]));
+      }
+    m /= double(n * hw);
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t k = 0; k < hw; ++k) {
+        const double v = x[at(b, ch, k)];
+        q += (v - m) * (v - m);
+        e += std::exp(v - mx);
+      }
+    q /= double(n * hw);
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t k = 0; k < hw; ++k) {
+        const double v = x[at(b, ch, k)];
+        out[at(b, ch, k)] = softmax ? std::exp(v - mx) / e : (v - m) / std::sqrt(q + 1e-5);
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("standardising and softmax over the batch axes of NCHW match the host", "[ops][gpu]") {
+  // Over (0, 2, 3) of NCHW (each channel's N * H * W elements a row, rows that do not merge
+  // into one dim: passes): planes whose rows hold whole float4 (56 x 56, 10 x 10) and none
+  // (7 x 7, 9 x 11), float16 (computed in float32) and float64, and a view written into a view.
+  auto standardize = [](const lazy_expr& x) {
+    return (x - mean(x, {0, 2, 3}, true)) / sqrt(var(x, {0, 2, 3}, true) + 1e-5);
+  };
+  auto softmax = [](const lazy_expr& x) {
+    const axes b{0, 2, 3};
+    return exp(x - max(x, b, true)) / sum(exp(x - max(x, b, true)), b, true);
+  };
+  for (Shape shape :
+       {Shape{32, 128, 56, 56}, Shape{8, 16, 10, 10}, Shape{64, 256, 7, 7}, Shape{3, 300, 9, 11}}) {
+    INFO(shape.str());
+    std::vector<float> h;
+    const ndarray a = random_f32(shape, h);
+    ndarray z = poisoned(shape, float32);
+    eval_into(standardize(lazy(a)), z);
+    CHECK(mismatches(z, host_over_batch(h, shape, false), 1e-4, 1e-4) == 0);
+    ndarray y = poisoned(shape, float32);
+    eval_into(softmax(lazy(a)), y);
+    CHECK(mismatches(y, host_over_batch(h, shape, true), 1e-9, 1e-4) == 0);
+  }
+  // float16 in and out (computed in float32), float64.
+  {
+    const Shape shape{16, 64, 16, 16};
+    std::vector<float> h;
+    const ndarray a = random_f16(shape, h);
+    ndarray z = poisoned(shape, float16);
+    eval_into(standardize(lazy(a)), z);
+    CHECK(mismatches<half>(z, host_over_batch(h, shape, false), 2e-3, 2e-3) == 0);
+  }
+  {
+    const Shape shape{4, 24, 9, 11};
+    std::vector<float> h;
+    const ndarray a = random_f32(shape, h).astype(float64);
+    ndarray z = poisoned(shape, float64);
+    eval_into(standardize(lazy(a)), z);
+    CHECK(mismatches<double>(z, host_over_batch(h, shape, false), 1e-12, 1e-12) == 0);
+  }
+  // A view of channels 1..16 of (8, 20, 12, 12), written into the same channels of a poisoned
+  // (8, 20, 12, 12): runs 20 * 144 elements apart in and out; the other channels keep their
+  // poison.
+  {
+    const Shape base{8, 20, 12, 12}, shape{8, 16, 12, 12};
+    std::vector<float> hb;
+    const ndarray a = random_f32(base, hb);
+    const ndarray x = a(all, slice(1, 17));
+    std::vector<float> h;
+    for (std::int64_t b = 0; b < 8; ++b)
+      for (std::int64_t c = 1; c < 17; ++c)
+        for (std::int64_t k = 0; k < 144; ++k) h.push_back(hb[std::size_t((b * 20 + c) * 144 + k)]);
+    ndarray zb = poisoned(base, float32);
+    ndarray z = zb(all, slice(1, 17));
+    eval_into(standardize(lazy(x)), z);
+    CHECK(mismatches(z.copy(), host_over_batch(h, shape, false), 1e-4, 1e-4) == 0);
+    const auto all_out = zb.get<float>();
+    float poison;
+    const unsigned char poison_bytes[4] = {test::kPoison, test::kPoison, test::kPoison,
+                                           test::kPoison};
+    std::memcpy(&poison, poison_bytes, 4);
+    std::size_t kept = 0;
+    for (std::int64_t b = 0; b < 8; ++b)
+      for (std::int64_t c : {0, 17, 18, 19})
+        for (std::int64_t k = 0; k < 144; ++k)
+          kept += all_out[std::size_t((b * 20 + c) * 144 + k)] == poison;
+    CHECK(kept == 8 * 4 * 144);
+  }
+}
+
 TEST_CASE("reductions over different axes in one expression and reductions as results evaluate",
           "[ops][gpu]") {
   const Shape shape{40, 70};
