@@ -584,9 +584,9 @@ void composite_cases(std::vector<Case>& out, Rng& r, int count, double total) {
   // L2 (on an H200): streamed, each phase reading its row again from L2.
   add("softmax (2048, 36000) last axis", "softmax", float32, {vocab_rows, 36000}, {-1});
   add("layer norm (2048, 36000) last axis", "layer_norm", float32, {vocab_rows, 36000}, {-1});
-  // Batch statistics over (0, 2, 3) whose rows (a channel's N * H * W) a cluster or a block
-  // holds: rows of runs, one kernel. Planes whose runs hold whole 16-byte vectors (56 x 56
-  // float32, 28 x 28 float16) and 7 x 7 planes, one element an access.
+  // Batch statistics over (0, 2, 3) at a ConvNet's layer sizes (passes: a reduction, then an
+  // elementwise kernel): planes that hold whole 16-byte vectors (56 x 56 float32, 28 x 28
+  // float16) and 7 x 7 planes.
   add("standardize over (0, 2, 3) of (64, 64, 56, 56)", "standardize", float32,
       {scaled(64, 2), 64, 56, 56}, {0, 2, 3});
   add("standardize over (0, 2, 3) of (128, 64, 28, 28)", "standardize", float16,
