@@ -139,8 +139,9 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
   if (const json* l = f.take("layout")) {
     if (!l->is_object())
       Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
-    Fields lf(*l, {"layout", "ndim", "index_bits", "vector_width", "raw_ndim", "staged",
-                   "row_constant", "as_output", "unit_cols", "unit_rows", "long_rows"});
+    Fields lf(*l,
+              {"layout", "ndim", "index_bits", "vector_width", "raw_ndim", "staged", "row_constant",
+               "as_output", "unit_cols", "unit_rows", "long_rows", "two_axis_sides"});
     elementwise_layout exact;
     const std::string kind = lf.str("layout", false, "contiguous");
     if (kind != "contiguous" && kind != "strided" && kind != "tiled" && kind != "gathered" &&
@@ -164,6 +165,7 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     exact.long_rows = lf.boolean("long_rows", false);
     exact.unit_cols = lf.integer("unit_cols", 1, 1, 16);  // make_spec checks the dtypes
     exact.unit_rows = lf.integer("unit_rows", 1, 1, 8);
+    exact.two_axis_sides = lf.integer("two_axis_sides", 0, 0, 3);
     lf.finish();
     base.only = exact;
   }
@@ -340,6 +342,8 @@ std::string describe(const codegen::ElementwiseSpec& s) {
     if (s.ndim > 2) v += " ndim " + std::to_string(s.ndim);
     if (s.log2_unit_cols) v += " cols by " + std::to_string(s.unit_cols());
     if (s.log2_unit_rows) v += " rows by " + std::to_string(s.unit_rows());
+    if (s.cols_span_two()) v += " cols over two axes";
+    if (s.rows_span_two()) v += " rows over two axes";
   }
   const std::string uniforms =
       params_where([&](int k) { return s.kind(k) == codegen::OperandKind::uniform; });

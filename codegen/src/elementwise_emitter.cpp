@@ -686,9 +686,16 @@ void emit_batch_offsets(SourceWriter& w, const std::vector<LoopOperand>& all, in
 // lines too; the odd pitch keeps single-element shared accesses free of bank conflicts (pairs
 // of 4-byte elements take two-way conflicts, measured cheaper than the memory instructions
 // they save). Each thread's accesses are one pointer and a constant step apart, which keeps the
-// registers (and so the occupancy) where a copy has them.
+// registers (and so the occupancy) where a copy has them; along a side over two axes
+// (two_axis_sides) the operands not contiguous across the pair add each line's offset from one
+// division instead.
 void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
-  const int nd = s.ndim, rax = nd - 2, cax = nd - 1;
+  // Axes (batch..., [r2,] rax, [c2,] cax): a side spanning two axes (two_axis_sides) counts
+  // its lines over the pair, the outer one (r2, c2) divided off with kiln_d of that axis
+  // (the inner extent) wherever an operand is not contiguous across the pair.
+  const bool cc = s.cols_span_two(), rc = s.rows_span_two();
+  const int nd = s.ndim, cax = nd - 1, c2 = nd - 2, rax = nd - 2 - int(cc), r2 = rax - 1;
+  const int nbatch = rax - int(rc);
   const int per_thread = tiled_elements_per_thread(s);
   const int ud = s.unit_cols(), us = s.unit_rows();
   const int kd = per_thread / ud, ks = per_thread / us;  // accesses per thread and operand
@@ -715,8 +722,12 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
       w.line("  const bool kiln_unit_{0} = kiln_p_{0}.kiln_s[{1}] == kiln_idx(sizeof({2}));",
              o.p->name, s.staged(o.k) ? rax : cax, ctype(s, o.k));
   }
-  w.line("  const kiln_idx kiln_rows = kiln_shape.kiln_v[{}], kiln_cols = kiln_shape.kiln_v[{}];",
-         rax, cax);
+  auto extent = [](bool two, int outer, int inner) {
+    return two ? fmt::format("kiln_shape.kiln_v[{}] * kiln_shape.kiln_v[{}]", outer, inner)
+               : fmt::format("kiln_shape.kiln_v[{}]", inner);
+  };
+  w.line("  const kiln_idx kiln_rows = {}, kiln_cols = {};", extent(rc, r2, rax),
+         extent(cc, c2, cax));
   w.line("  const int kiln_lc = int(kiln_shape.kiln_t), kiln_lr = {} - kiln_lc;", log2_tile);
   w.line("  const int kiln_pitch = (1 << kiln_lr) + 1;");
   w.line("  const int kiln_th = int(threadIdx.x);");
@@ -733,7 +744,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
       "kiln_sk = {} >> kiln_ls;",
       s.log2_unit_rows, kTiledThreads);
   // kiln_d of the rows and cols axes count their tiles.
-  emit_tile_loop(w, {rax, cax}, rax);
+  emit_tile_loop(w, {rax, cax}, nbatch);
   w.line(
       "    const kiln_idx kiln_c0 = kiln_idx(kiln_tile - kiln_rem * "
       "kiln_uidx(kiln_shape.kiln_d[{}])) << kiln_lc;",
@@ -752,15 +763,22 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   // The batch axes' offsets (kiln_rem is the batch index).
   for (const auto& o : all) w.line("    char* kiln_b_{0} = kiln_p_{0}.kiln_p;", o.p->name);
   w.line("    kiln_idx kiln_bi = 0;");
-  emit_batch_offsets(w, all, rax);
+  emit_batch_offsets(w, all, nbatch);
   // This thread's first element and step, for each access pattern.
   w.line("    const kiln_idx kiln_drow = kiln_r0 + kiln_dr, kiln_dcol = kiln_c0 + kiln_dc;");
   w.line("    const kiln_idx kiln_srow = kiln_r0 + kiln_sr, kiln_scol = kiln_c0 + kiln_sc;");
   // Whole units: the planner gave units only to an axis that holds whole units.
   w.line("    const bool kiln_dok = kiln_dcol < kiln_cols, kiln_sok = kiln_srow < kiln_rows;");
+  // Each thread's base per operand; along a side spanning two axes the operands not
+  // contiguous across them add each line's offset at the access (line_offset).
   for (const auto& o : all) {
     const auto& n = o.p->name;
     if (s.staged(o.k)) {
+      if (cc) {
+        w.line("    char* const kiln_sp_{0} = kiln_b_{0} + kiln_srow * kiln_p_{0}.kiln_s[{1}];", n,
+               rax);
+        continue;
+      }
       w.line(
           "    char* const kiln_sp_{0} = kiln_b_{0} + kiln_srow * kiln_p_{0}.kiln_s[{1}] + "
           "kiln_scol * kiln_p_{0}.kiln_s[{2}];",
@@ -768,6 +786,11 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
       w.line("    const kiln_idx kiln_sps_{0} = kiln_idx(kiln_sk) * kiln_p_{0}.kiln_s[{1}];", n,
              cax);
     } else {
+      if (rc) {
+        w.line("    char* const kiln_dp_{0} = kiln_b_{0} + kiln_dcol * kiln_p_{0}.kiln_s[{1}];", n,
+               cax);
+        continue;
+      }
       w.line(
           "    char* const kiln_dp_{0} = kiln_b_{0} + kiln_drow * kiln_p_{0}.kiln_s[{1}] + "
           "kiln_dcol * kiln_p_{0}.kiln_s[{2}];",
@@ -776,6 +799,31 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
              rax);
     }
   }
+  // Line `at` of a side over axes (outer, inner): its quotient and remainder by the inner
+  // extent (kiln_d of the outer axis), as kiln_<q>q and kiln_<q>m.
+  auto line_offset = [&](std::string_view indent, std::string_view q, std::string_view at,
+                         int outer) {
+    w.line(
+        "{}const kiln_idx kiln_{}q = kiln_idx(kiln_fastdiv(kiln_uidx({}), kiln_shape.kiln_m[{}], "
+        "kiln_shape.kiln_s[{}]));",
+        indent, q, at, outer, outer);
+    w.line("{}const kiln_idx kiln_{}m = kiln_idx({}) - kiln_{}q * kiln_idx(kiln_shape.kiln_d[{}]);",
+           indent, q, at, q, outer);
+  };
+  auto staged_ptr = [&](const std::string& n) {
+    return cc ? fmt::format(
+                    "kiln_sp_{0} + kiln_cq * kiln_p_{0}.kiln_s[{1}] + kiln_cm * "
+                    "kiln_p_{0}.kiln_s[{2}]",
+                    n, c2, cax)
+              : fmt::format("kiln_sp_{0} + kiln_k * kiln_sps_{0}", n);
+  };
+  auto direct_ptr = [&](const std::string& n) {
+    return rc ? fmt::format(
+                    "kiln_dp_{0} + kiln_rq * kiln_p_{0}.kiln_s[{1}] + kiln_rm * "
+                    "kiln_p_{0}.kiln_s[{2}]",
+                    n, r2, rax)
+              : fmt::format("kiln_dp_{0} + kiln_k * kiln_dps_{0}", n);
+  };
   auto unit_flag = [&](const LoopOperand& o, int n) {
     return n > 1 ? "kiln_unit_" + o.p->name : std::string("true");
   };
@@ -789,14 +837,14 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     w.line("#pragma unroll");
     w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", ks);
     w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
+    if (cc) line_offset("        ", "c", "kiln_scol + kiln_k * kiln_sk", c2);
     for (const auto& o : all)
       if (s.staged(o.k) && o.load) {
         const auto& n = o.p->name;
         w.line("        {{");
         w.line("          {} kiln_u[{}];", ctype(s, o.k), us);
-        emit_unit_access(w, s, o, false, us, "          ", "kiln_u",
-                         fmt::format("kiln_sp_{0} + kiln_k * kiln_sps_{0}", n), unit_flag(o, us),
-                         fmt::format("kiln_p_{}.kiln_s[{}]", n, rax));
+        emit_unit_access(w, s, o, false, us, "          ", "kiln_u", staged_ptr(n),
+                         unit_flag(o, us), fmt::format("kiln_p_{}.kiln_s[{}]", n, rax));
         w.line("#pragma unroll");
         w.line("          for (int kiln_j = 0; kiln_j < {}; ++kiln_j)", us);
         w.line(
@@ -811,11 +859,12 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   w.line("#pragma unroll");
   w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", kd);
   w.line("      if (kiln_dok && kiln_drow + kiln_k * kiln_dk < kiln_rows) {{");
+  if (rc) line_offset("        ", "r", "kiln_drow + kiln_k * kiln_dk", r2);
   for (const auto& o : all)
     if (!s.staged(o.k) && o.load) {
       const auto& n = o.p->name;
       emit_unit_access(w, s, o, false, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
-                       fmt::format("kiln_dp_{0} + kiln_k * kiln_dps_{0}", n), unit_flag(o, ud),
+                       direct_ptr(n), unit_flag(o, ud),
                        fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
     }
   w.line("      }}");
@@ -824,6 +873,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", kd);
   w.line("      const kiln_idx kiln_r = kiln_drow + kiln_k * kiln_dk;");
   w.line("      if (kiln_dok && kiln_r < kiln_rows) {{");
+  if (rc) line_offset("        ", "r", "kiln_r", r2);
   w.line("#pragma unroll");
   w.line("        for (int kiln_j = 0; kiln_j < {}; ++kiln_j) {{", ud);
   w.line(
@@ -848,7 +898,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     if (o.p->is_output && !s.staged(o.k)) {
       const auto& n = o.p->name;
       emit_unit_access(w, s, o, true, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
-                       fmt::format("kiln_dp_{0} + kiln_k * kiln_dps_{0}", n), unit_flag(o, ud),
+                       direct_ptr(n), unit_flag(o, ud),
                        fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
     }
   w.line("      }}");
@@ -859,6 +909,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
     w.line("#pragma unroll");
     w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", ks);
     w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
+    if (cc) line_offset("        ", "c", "kiln_scol + kiln_k * kiln_sk", c2);
     for (const auto& o : all)
       if (s.staged(o.k) && o.p->is_output) {
         const auto& n = o.p->name;
@@ -870,8 +921,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
             "            kiln_u[kiln_j] = kiln_t_{}[(kiln_sc + kiln_k * kiln_sk) * kiln_pitch + "
             "kiln_sr + kiln_j];",
             n);
-        emit_unit_access(w, s, o, true, us, "          ", "kiln_u",
-                         fmt::format("kiln_sp_{0} + kiln_k * kiln_sps_{0}", n), unit_flag(o, us),
+        emit_unit_access(w, s, o, true, us, "          ", "kiln_u", staged_ptr(n), unit_flag(o, us),
                          fmt::format("kiln_p_{}.kiln_s[{}]", n, rax));
         w.line("        }}");
       }

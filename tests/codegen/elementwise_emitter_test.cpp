@@ -198,8 +198,9 @@ TEST_CASE(
       int bits;
       std::uint64_t staged;  // bit k: parameter k
       bool y_uniform;
-      int ndim = 2;  // more: batch axes before (rows, cols)
-      int unit = 1;  // elements per access: max_tiled_unit (dtypes of at most 4 bytes)
+      int ndim = 2;   // more: batch axes before (rows, cols)
+      int unit = 1;   // elements per access: max_tiled_unit (dtypes of at most 4 bytes)
+      int sides = 0;  // two_axis_sides: cols (1), rows (2) or both (3) over two axes
     };
     const int pair = t.itemsize() <= 4 ? 2 : 1;
     const int most = t.itemsize() <= 2 ? 8 : pair;  // float16 and int8 by 8
@@ -207,16 +208,19 @@ TEST_CASE(
          {Variant{32, 0b00001, false}, Variant{64, 0b10001, false}, Variant{32, 0b00011, false},
           Variant{32, 0b10001, true}, Variant{32, 0b00001, false, 3}, Variant{64, 0b10001, true, 4},
           Variant{32, 0b10010, false, 2, pair}, Variant{64, 0b00000, true, 3, pair},
-          Variant{32, 0b00011, false, 2, most}, Variant{64, 0b00000, false, 2, most}}) {
-      INFO(fmt::format("{} bits {} staged {:b} y uniform {} ndim {} unit {}", t, v.bits, v.staged,
-                       v.y_uniform, v.ndim, v.unit));
+          Variant{32, 0b00011, false, 2, most}, Variant{64, 0b00000, false, 2, most},
+          Variant{32, 0b00001, false, 3, pair, 1}, Variant{64, 0b10001, true, 4, 1, 3},
+          Variant{32, 0b00011, false, 4, most, 2}, Variant{64, 0b10000, false, 3, pair, 2}}) {
+      INFO(fmt::format("{} bits {} staged {:b} y uniform {} ndim {} unit {} sides {}", t, v.bits,
+                       v.staged, v.y_uniform, v.ndim, v.unit, v.sides));
       auto spec = k.make_spec(types, {.layout = Layout::tiled,
                                       .ndim = v.ndim,
                                       .index_bits = v.bits,
                                       .raw_ndim = 2,
                                       .staged = v.staged,
                                       .unit_cols = v.unit,
-                                      .unit_rows = v.staged ? v.unit : 1});
+                                      .unit_rows = v.staged ? v.unit : 1,
+                                      .two_axis_sides = v.sides});
       if (v.y_uniform) spec.set_param(1, t, OperandKind::uniform);
       spec.set_param(3, t, OperandKind::scalar);
       CHECK(spec.layout == Layout::tiled);
@@ -226,6 +230,10 @@ TEST_CASE(
       CHECK((src.find(fmt::format("kiln_load<{}>(", v.unit)) != std::string::npos) == (v.unit > 1));
       CHECK((src.find("kiln_sm_z[") != std::string::npos) == bool(v.staged & 0b10000));
       CHECK((src.find("kiln_sm_y[") != std::string::npos) == bool(v.staged & 0b10));
+      // A side over two axes finds the other operands' lines by division.
+      CHECK((src.find("kiln_fastdiv(kiln_uidx(kiln_scol") != std::string::npos) ==
+            bool(v.sides & 1));
+      CHECK((src.find("kiln_fastdiv(kiln_uidx(kiln_r)") != std::string::npos) == bool(v.sides & 2));
       check_compiles(k, spec);
     }
     auto a = acc.make_spec(std::vector<dtype>{t, t},

@@ -160,6 +160,22 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 1, .staged = 1}),
                     Catch::Contains("ndim 1 is not possible here: tiled kernels take 2 or more"));
   CHECK(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .staged = 1}).ndim == 3);
+  // Sides over two axes: tiled with something staged, 1 to 3, an axis more for each side.
+  const auto two =
+      k.make_spec(f32, {.layout = Layout::tiled, .ndim = 4, .staged = 1, .two_axis_sides = 3});
+  CHECK((two.cols_span_two() && two.rows_span_two()));
+  CHECK(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .staged = 1, .two_axis_sides = 2})
+            .rows_span_two());
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .staged = 1, .two_axis_sides = 3}),
+      Catch::Contains("ndim 3 is not possible here: two_axis_sides 3 takes 4 or more"));
+  CHECK_THROWS_WITH(
+      k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .staged = 1, .two_axis_sides = 4}),
+      Catch::Contains("two_axis_sides 4 is not possible here"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .two_axis_sides = 1}),
+                    Catch::Contains("for tiled kernels with something staged"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 3, .two_axis_sides = 1}),
+                    Catch::Contains("two_axis_sides 1 is not possible here"));
   // Nothing staged: row tiles (a broadcast or slice walked in tiles, every operand direct).
   const auto rows = k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2});
   CHECK((rows.layout == Layout::tiled && !rows.staged(0) && !rows.staged(1) && !rows.staged(2)));
@@ -331,8 +347,9 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // one laid out as the output; where every input is constant along the rows or laid out as
   // the output, groups under a vector for rows of a vector or more too), and tiled ndim 2..3 with
   // nothing (row tiles: by one element and by pairs along the cols), x, y or both transposed (units
-  // of cols and rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2), each with 32- and 64-bit indices. Packed
-  // ndim 3 with both inputs staged.
+  // of cols and rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2; at ndim 3 each staged one also with its
+  // cols or its rows over two axes), each with 32- and 64-bit indices. Packed ndim 3 with both
+  // inputs staged.
   const int disjoint_pairs = 9;  // (read whole, constant): of {none, x, y, both}, sharing none
   // Per ndim from 2: one by one, nothing or x or y laid out as the output: 4 + 2 + 2 constant
   // patterns; in groups, the disjoint pairs and, beside x (or y), 3 pairs of the other.
@@ -340,7 +357,8 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // laid out as the output.
   const int by_one = 4 + 2 * 2, in_groups = disjoint_pairs + 2 * 3, long_rows_patterns = 3;
   const int gathered_per_width = 3 + 2 * (by_one + 2 * in_groups + 2 * long_rows_patterns);
-  CHECK(specs.size() == 2 * (3 + 3 + gathered_per_width + 2 * (2 + 3 * 4) + 1));
+  const int tiled_per_bits = (2 + 3 * 4) + (2 + 3 * 4 * 3);  // ndim 2, ndim 3 (sides 0, 1, 2)
+  CHECK(specs.size() == 2 * (3 + 3 + gathered_per_width + tiled_per_bits + 1));
   int gathered = 0, gathered_pairs = 0, read_whole = 0, constant = 0, as_output = 0, long_rows = 0;
   for (const auto& s : specs)
     if (s.layout == codegen::Layout::gathered) {
@@ -375,8 +393,11 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   CHECK(as_output == 2 * (2 + 2 * (4 + 2 * 6 + 2 * 2)));
   CHECK(long_rows == 2 * 2 * 2 * long_rows_patterns);
   int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0,
-      rows2 = 0;
+      rows2 = 0, cols_two = 0, rows_two = 0;
   for (const auto& s : specs) {
+    cols_two += s.cols_span_two();
+    rows_two += s.rows_span_two();
+    if (s.two_axis_sides != 0) CHECK((s.layout == codegen::Layout::tiled && s.ndim == 3));
     contiguous4 += s.layout == codegen::Layout::contiguous && s.vector_width == 4;
     strided3_64 += s.layout == codegen::Layout::strided && s.ndim == 3 && s.index_bits == 64;
     strided2_w1 +=
@@ -392,7 +413,9 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   CHECK(strided2_w1 == 2);
   CHECK(tiled_x == 2 * 4);
   CHECK(tiled_both == 2 * 4);
-  CHECK(tiled3 == 2 * (2 + 3 * 4));
+  CHECK(tiled3 == 2 * (2 + 3 * 4 * 3));
+  CHECK(cols_two == 2 * 3 * 4);  // staged patterns x unit pairs, per index width
+  CHECK(rows_two == 2 * 3 * 4);
   CHECK(rows2 == 2 * 2);
   int pairs = 0;
   for (const auto& s : specs)
@@ -402,7 +425,7 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
       for (int k = 0; k < 3; ++k) any_staged |= s.staged(k);
       if (!any_staged) CHECK(s.unit_rows() == 1);  // rows take units only where staged
     }
-  CHECK(pairs == 2 * 2 * (1 + 3 * 2));
+  CHECK(pairs == 2 * ((1 + 3 * 2) + (1 + 3 * 2 * 3)));
   // float16 and int8 take every unit up to 8 elements per access, 1, 2, 4 and 8: each side
   // alone (the other by ones) or both sides alike.
   const ElementwiseKernel gk("T x, T y", "T z", "z = x + y", "aot_units");
@@ -577,6 +600,61 @@ TEST_CASE("the plan tiles 2-D loops where an operand is transposed, and only tho
                 cc = untouched({64, 64}, complex128), cz = untouched({64, 64}, complex128);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc, cz}).layout == Layout::tiled);
   CHECK(plan_of(add4, {ca.T(), cb.T(), cc.T(), cz}).layout == Layout::strided);
+}
+
+TEST_CASE("a short side of a tile runs over two axes where the operands along it run on", "[ops]") {
+  ElementwiseKernel add("T x, T y", "T z", "z = x + y", "plan_two_axis_add");
+  ElementwiseKernel indexed("T x, T y", "T z", "z = x + y + T(i)", "plan_two_axis_index");
+  using codegen::Layout;
+  // Cols: x(14, 34, 224, 611) permuted (2, 3, 1, 0) into (224, 611, 34, 14): x runs along the
+  // 224 x 611 rows (merged); y and z run on from the 14 cols into the 34 axis: 476 cols, which
+  // hold pairs.
+  const ndarray x = untouched({14, 34, 224, 611}).transpose(Shape{2, 3, 1, 0});
+  const ndarray y = untouched({224, 611, 34, 14}), z = untouched({224, 611, 34, 14});
+  const auto cols = plan_of(add, {x, y, z});
+  CHECK((cols.layout == Layout::tiled && cols.ndim == 3 && cols.staged(0) && !cols.staged(1)));
+  CHECK((cols.cols_span_two() && !cols.rows_span_two() && cols.unit_cols() == 2));
+  // The flat index runs on there too (z is C-contiguous): the same plan where the code reads i.
+  CHECK(plan_of(indexed, {x, y, z}).cols_span_two());
+  // Rows: x(352, 132, 241, 6) permuted (2, 1, 3, 0) runs along 6 rows and on into the 241
+  // axis; the flat index does not, so code that reads i keeps the rows on one axis.
+  const ndarray xr = untouched({352, 132, 241, 6}, float16).transpose(Shape{2, 1, 3, 0});
+  const ndarray yr = untouched({241, 132, 6, 352}, float16),
+                zr = untouched({241, 132, 6, 352}, float16);
+  const auto rows = plan_of(add, {xr, yr, zr});
+  CHECK((rows.layout == Layout::tiled && rows.staged(0) && rows.rows_span_two() &&
+         !rows.cols_span_two()));
+  const auto rows_i = plan_of(indexed, {xr, yr, zr});
+  CHECK((rows_i.layout == Layout::tiled && rows_i.two_axis_sides == 0));
+  // Both: x(12, 9, 30, 20) reversed into (20, 30, 9, 12): 20 rows on into 30, 12 cols on into 9.
+  const ndarray xb = untouched({12, 9, 30, 20}).transpose(Shape{3, 2, 1, 0});
+  const auto both = plan_of(add, {xb, untouched({20, 30, 9, 12}), untouched({20, 30, 9, 12})});
+  CHECK((both.layout == Layout::tiled && both.ndim == 4 && both.two_axis_sides == 3));
+  // Inputs into a permuted output (25, 13, 16, 33) from a (16, 13, 33, 25) base: the loop
+  // follows the output, so the inputs are staged, along 33 rows that run on into their 16 axis.
+  const ndarray op = untouched({16, 13, 33, 25}).transpose(Shape{3, 1, 0, 2});
+  const auto outp = plan_of(add, {untouched({25, 13, 16, 33}), untouched({25, 13, 16, 33}), op});
+  CHECK((outp.layout == Layout::tiled && outp.staged(0) && outp.staged(1) && !outp.staged(2) &&
+         outp.two_axis_sides == 2));
+  // The GPU test's smaller shapes plan the same sides.
+  CHECK(plan_of(add, {untouched({14, 34, 20, 61}).transpose(Shape{2, 3, 1, 0}),
+                      untouched({20, 61, 34, 14}), untouched({20, 61, 34, 14})})
+            .two_axis_sides == 1);
+  CHECK(plan_of(add, {untouched({52, 13, 41, 6}).transpose(Shape{2, 1, 3, 0}),
+                      untouched({41, 13, 6, 52}), untouched({41, 13, 6, 52})})
+            .two_axis_sides == 2);
+  // Sides the plain tile serves keep one axis (128 cols: whole tiles of 512-byte lines), as
+  // do short ones whose operands do not run on (x beside y transposed the other way: y's cols
+  // jump); 130 cols pad their 32-col tiles to 160 and run on.
+  const ndarray xl = untouched({128, 40, 200, 611}).transpose(Shape{2, 3, 1, 0});
+  CHECK(plan_of(add, {xl, untouched({200, 611, 40, 128}), untouched({200, 611, 40, 128})})
+            .two_axis_sides == 0);
+  const ndarray x130 = untouched({130, 40, 200, 611}).transpose(Shape{2, 3, 1, 0});
+  CHECK(plan_of(add, {x130, untouched({200, 611, 40, 130}), untouched({200, 611, 40, 130})})
+            .two_axis_sides == 1);
+  const ndarray yj = untouched({224, 611, 14, 34}).transpose(Shape{0, 1, 3, 2});
+  const auto jumps = plan_of(add, {x, yj, z});
+  CHECK((jumps.layout != Layout::tiled || !jumps.cols_span_two()));
 }
 
 TEST_CASE("packed kernels compile for sm_90 for every dtype class, staged pattern and width",

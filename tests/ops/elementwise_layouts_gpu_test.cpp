@@ -288,6 +288,35 @@ void check_families() {
     const auto u = Base<T>::random({90, 45}), v = Base<T>::random({90, 45});
     check_sub<T>("all transposed", u, u.dev.T(), v, v.dev.T(), {90, 45},
                  [](const ndarray& o) { return o.T(); });
+    // Short sides over two axes: 14 cols that y and z run on from into the 34 axis (x along
+    // 20 x 61 rows); 6 rows that x runs on from into the 41 axis; both (20 rows into 30, 12
+    // cols into 9); the first with x reversed along its rows and from an odd offset; inputs
+    // into a permuted output (the loop follows it), the inputs staged along 33 rows on into their
+    // 16 axis.
+    const slice rev(std::nullopt, std::nullopt, -1);
+    const auto sc = Base<T>::random({14, 34, 20, 61}), sy = Base<T>::random({20, 61, 34, 14});
+    check_sub<T>("cols over two axes", sc, sc.dev.transpose({2, 3, 1, 0}), sy, sy.dev,
+                 {20, 61, 34, 14}, whole);
+    check_sub<T>("cols over two axes, x reversed", sc,
+                 sc.dev(all, all, all, rev).transpose({2, 3, 1, 0}), sy, sy.dev, {20, 61, 34, 14},
+                 whole);
+    const auto so = Base<T>::random({14, 34, 20, 62});
+    check_sub<T>("cols over two axes, x one element in", so,
+                 so.dev(all, all, all, slice(1, std::nullopt)).transpose({2, 3, 1, 0}), sy, sy.dev,
+                 {20, 61, 34, 14}, whole);
+    const auto sr = Base<T>::random({52, 13, 41, 6}), sry = Base<T>::random({41, 13, 6, 52});
+    check_sub<T>("rows over two axes", sr, sr.dev.transpose({2, 1, 3, 0}), sry, sry.dev,
+                 {41, 13, 6, 52}, whole);
+    const auto sb = Base<T>::random({12, 9, 30, 20}), sby = Base<T>::random({20, 30, 9, 12});
+    check_sub<T>("rows and cols over two axes", sb, sb.dev.transpose({3, 2, 1, 0}), sby, sby.dev,
+                 {20, 30, 9, 12}, whole);
+    check_sub<T>("rows and cols over two axes, from y", sby, sby.dev, sb,
+                 sb.dev.transpose({3, 2, 1, 0}), {20, 30, 9, 12}, whole);
+    const auto sp = Base<T>::random({25, 13, 16, 33}), spy = Base<T>::random({25, 13, 16, 33});
+    check_sub<T>("into a permuted output, rows over two axes", sp, sp.dev, spy, spy.dev,
+                 {16, 13, 33, 25}, [](const ndarray& o) {
+                   return o.transpose({3, 1, 0, 2});
+                 });
   }
   SECTION("short axes beside the last") {
     // An input contiguous along a short axis next to the last (tiles 8 high over 6 rows), the
@@ -433,6 +462,11 @@ TEST_CASE("the flat index i stays in C order of the loop on permuted and broadca
     check_case<float>("permuted output " + perm.str(), {{&y, y.dev}}, pb, out, op,
                       [&] { k(y.dev, out); });
   }
+  // Cols over two axes (z's 14 cols run on into its 34 axis, and so does i).
+  const auto sc = Base<float>::random({14, 34, 20, 61});
+  const ndarray sct = sc.dev.transpose({2, 3, 1, 0});
+  const auto sob = Base<float>::poisoned(sct.shape());
+  check_case<float>("cols over two axes", {{&sc, sct}}, sob, sob.dev, op, [&] { k(sct, sob.dev); });
   // Two inputs permuted differently (packed boxes).
   ElementwiseKernel k2("T x, T w", "T z", "z = x - w + (T)i", "layouts_index_two");
   auto op2 = [](const std::vector<float>& a, std::int64_t j) { return a[0] - a[1] + float(j); };

@@ -504,10 +504,11 @@ TEST_CASE("the golden manifest parses; every kind, in format 1", "[tools]") {
         std::vector<std::string>{"elementwise", "reduction", "raw", "expression", "source"});
 
   // Every layout variant (float32 strided: one width; gathered; tiled: row tiles by one element
-  // and by pairs, x, y or both transposed with 4 unit pairs; packed ndim 3 and 4), the docs' 372
+  // and by pairs, x, y or both transposed with 4 unit pairs, each with none, one (from 3 dims)
+  // or both (4 dims) sides over two axes; packed ndim 3 and 4), the docs' 492
   // (docs/manifest.md).
   CHECK(kiln::tools::expand_entry(m, m.entries[0], 90).size() ==
-        2 * (3 + 4 + 135 + 3 * (2 + 3 * 4) + 2));
+        2 * (3 + 4 + 135 + 3 * 2 + 3 * 4 * (1 + 3 + 4) + 2));
   const auto scale = kiln::tools::expand_entry(m, m.entries[1], 80);
   REQUIRE(scale.size() == 2);  // two bindings, one exact layout
   CHECK(scale[0].request.arch == 80);

@@ -13,6 +13,11 @@
 //   s.params[0].staged = 1;                        // x: through shared memory
 //   s.log2_unit_cols = s.log2_unit_rows = 1;       // y, z by pairs along cols, x along rows
 //
+//   // z(224, 611, 34, 14) = x(14, 34, 224, 611).transpose(2, 3, 1, 0) + y, float32:
+//   s.layout = Layout::tiled; s.ndim = 4;          // axes (224, 611, 34, 14)
+//   s.params[0].staged = 1;                        // x along the 611 rows
+//   s.two_axis_sides = 1;                          // cols: 34 x 14 = 476, one line of y and z
+//
 //   // z(21, 803, 384, 10) = x(21, 803, 384, 1) - y(803, 1, 1), float16:
 //   s.layout = Layout::gathered; s.ndim = 4;
 //   s.vector_width = 8;                            // z by 16 bytes
@@ -129,6 +134,13 @@ struct ElementwiseSpec {
   // at least vector_width elements (gathered_long_rows).
   std::uint8_t log2_unit_cols = 0;
   std::uint8_t log2_unit_rows = 0;
+  // tiled, something staged: which sides of the tile span two planned axes (bit 0: the cols,
+  // axes ndim-2 and ndim-1; bit 1: the rows, the two axes before the cols). The operands that
+  // run along such a side (direct ones for the cols, staged ones for the rows) are contiguous
+  // across both axes and step through the pair as one line; the others find each col (row)
+  // of theirs with one division. The planner spans a side over two axes where the plain tile
+  // pads it or its lines are short (elementwise_plan.cpp; bench/README.md, thirty-third round).
+  std::uint8_t two_axis_sides = 0;
   std::array<OperandSpec, kMaxParams> params{};
 
   dtype param_dtype(int k) const {
@@ -148,6 +160,9 @@ struct ElementwiseSpec {
   /// end at most: found once per vector instead of tested after every group.
   bool gathered_long_rows() const { return layout == Layout::gathered && log2_unit_rows == 1; }
   int unit_cols() const { return 1 << log2_unit_cols; }
+  /// tiled: the cols (rows) run over two planned axes (two_axis_sides).
+  bool cols_span_two() const { return layout == Layout::tiled && (two_axis_sides & 1) != 0; }
+  bool rows_span_two() const { return layout == Layout::tiled && (two_axis_sides & 2) != 0; }
   int unit_rows() const { return 1 << log2_unit_rows; }
   /// Bytes of the widest array parameter's dtype (1 with none): what a vector or a tiled
   /// unit must hold a whole number of.
@@ -196,6 +211,6 @@ constexpr bool strided_width_planned(int vector_width, int widest) {
 }
 
 static_assert(sizeof(OperandSpec) == 5);
-static_assert(offsetof(ElementwiseSpec, params) == 8);
+static_assert(offsetof(ElementwiseSpec, params) == 9);
 
 }  // namespace kiln::codegen

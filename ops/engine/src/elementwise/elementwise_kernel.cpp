@@ -128,6 +128,19 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     throw ValueError(fmt::format(
         "kernel '{}': layout ndim {} is not possible here: tiled kernels take 2 or more", def.name,
         layout.ndim));
+  if (layout.two_axis_sides != 0) {
+    if (!tiled || layout.staged == 0 || layout.two_axis_sides < 0 || layout.two_axis_sides > 3)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout two_axis_sides {} is not possible here: 0, or for tiled kernels "
+          "with something staged 1 (cols), 2 (rows) or 3 (both)",
+          def.name, layout.two_axis_sides));
+    const int need = 2 + std::popcount(unsigned(layout.two_axis_sides));
+    if (layout.ndim < need)
+      throw ValueError(fmt::format(
+          "kernel '{}': layout ndim {} is not possible here: two_axis_sides {} takes {} or more "
+          "(each side over two axes takes one more)",
+          def.name, layout.ndim, layout.two_axis_sides, need));
+  }
   if (packed && layout.ndim < 3)
     throw ValueError(fmt::format(
         "kernel '{}': layout ndim {} is not possible here: packed kernels take 3 or more (batch "
@@ -281,6 +294,7 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
           "kernel '{}': layout long_rows is for gathered kernels of 2 dims or more", def.name));
     spec.log2_unit_rows = 1;
   }
+  spec.two_axis_sides = std::uint8_t(layout.two_axis_sides);
   spec.unroll = codegen::planned_unroll(spec, def.nin);
   return spec;
 }
@@ -353,13 +367,17 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
           for (int ur = 1; ur <= (staged ? max_unit : 1); ur *= 2) {
             const auto units = codegen::tiled_units(uc, ur);
             if (units.cols != uc || units.rows != ur) continue;
-            out.push_back(spec_of({.layout = Layout::tiled,
-                                   .ndim = nd,
-                                   .index_bits = bits,
-                                   .raw_ndim = t.raw_ndim,
-                                   .staged = staged,
-                                   .unit_cols = uc,
-                                   .unit_rows = ur}));
+            // With something staged, each side may also span two axes (two_axis_sides).
+            for (int sides = 0; sides <= (staged ? 3 : 0); ++sides)
+              if (nd >= 2 + std::popcount(unsigned(sides)))
+                out.push_back(spec_of({.layout = Layout::tiled,
+                                       .ndim = nd,
+                                       .index_bits = bits,
+                                       .raw_ndim = t.raw_ndim,
+                                       .staged = staged,
+                                       .unit_cols = uc,
+                                       .unit_rows = ur,
+                                       .two_axis_sides = sides}));
           }
     // Packed boxes (two inputs permuted differently): every array input staged, where there
     // are two or more.

@@ -57,6 +57,95 @@ void move_axis(ElementwisePlan& plan, int from, int to) {
   for (int j = 0; j < plan.noperands; ++j) move(plan.strides[std::size_t(j)]);
 }
 
+// Reorders the loop's axes to `order` (a permutation of them).
+void reorder_axes(ElementwisePlan& plan, std::span<const int> order) {
+  auto apply = [&](Shape& s) {
+    Shape out;
+    for (int d : order) out.push_back(s[d]);
+    s = out;
+  };
+  apply(plan.shape);
+  apply(plan.index_strides);
+  for (int j = 0; j < plan.noperands; ++j) apply(plan.strides[std::size_t(j)]);
+}
+
+// A tiled loop's rows and cols, each over the one or two axes its side spans.
+std::pair<std::int64_t, std::int64_t> tiled_extents(const ElementwisePlan& plan) {
+  const int nd = plan.shape.size();
+  const bool cc = plan.spec.cols_span_two(), rc = plan.spec.rows_span_two();
+  const int rax = nd - 2 - int(cc);
+  return {plan.shape[rax] * (rc ? plan.shape[rax - 1] : 1),
+          plan.shape[nd - 1] * (cc ? plan.shape[nd - 2] : 1)};
+}
+
+// Sides of a tile over two axes (ElementwiseSpec::two_axis_sides), for a loop tiled over
+// (rows nd-2, cols nd-1) with something staged, given the tile `plain` it would take without
+// them. A side takes a batch axis beside it where the operands along that side (direct ones
+// for the cols, staged ones for the rows) run on across it as one line (its stride is the
+// side's extent times the side's own), and the flat index does too unless the code never
+// reads it, when the plain tile serves the side badly: it pads the side by more than
+// kMinFill, or the side's lines in a tile hold under 64 bytes. (224, 611, 34, 14) with x
+// permuted (2, 3, 1, 0) then tiles its 136864 rows by 34 x 14 = 476 cols, where 14 cols left
+// each tile row 56 bytes of y and z. The other operands find each line of that side with one
+// division, so the cols keep one axis where the staged operands move one element of 4 bytes
+// or fewer per access and their lines are long enough (a division per element; measured
+// slower, bench/README.md, thirty-third round). Where both sides could take the same axis,
+// the cols do ((480, 6, 704, 33) float32: 0.60 of the copy rate, 0.48 with the rows over
+// 6 x 704). Axes end up (batch..., [r2,] rows, [c2,] cols).
+void plan_two_axis_sides(const Operands& ops, ElementwisePlan& plan, bool uses_index,
+                         const codegen::TileShape& plain, std::int64_t widest) {
+  constexpr double kMinFill = 0.85;
+  constexpr std::int64_t kMinLineBytes = 64;
+  auto& spec = plan.spec;
+  const int nd = plan.shape.size();
+  if (nd < 3) return;
+  bool any_staged = false;
+  for (int j = 0; j < plan.noperands; ++j) any_staged |= spec.staged(ops[std::size_t(j)]);
+  if (!any_staged) return;
+  const int rax = nd - 2, cax = nd - 1;
+  auto line_bytes = [&](int axis, std::int64_t side) {
+    return std::min(plan.shape[axis], side) * widest;
+  };
+  auto served_badly = [&](int axis, std::int64_t side) {
+    const std::int64_t n = plan.shape[axis], padded = (n + side - 1) / side * side;
+    return double(n) < kMinFill * double(padded) || line_bytes(axis, side) < kMinLineBytes;
+  };
+  // The batch axis (not `taken`) that side `axis` runs on into, read along by the staged
+  // operands or by the others; -1 for none.
+  auto partner = [&](int axis, bool staged, int taken) {
+    const std::int64_t n = plan.shape[axis];
+    for (int d = 0; d < nd - 2; ++d) {
+      if (d == taken) continue;
+      bool runs_on = !uses_index || plan.index_strides[d] == n * plan.index_strides[axis];
+      for (int j = 0; j < plan.noperands && runs_on; ++j) {
+        const int k = ops[std::size_t(j)];
+        if (spec.kind(k) != OperandKind::array || spec.staged(k) != staged) continue;
+        const Shape& st = plan.strides[std::size_t(j)];
+        runs_on = st[d] == n * st[axis];
+      }
+      if (runs_on) return d;
+    }
+    return -1;
+  };
+  const bool rows_want = served_badly(rax, plain.rows);
+  const bool cols_want =
+      served_badly(cax, plain.cols) &&
+      !(spec.unit_rows() == 1 && widest <= 4 && line_bytes(cax, plain.cols) >= kMinLineBytes);
+  const int c2 = cols_want ? partner(cax, false, -1) : -1;
+  const int r2 = rows_want ? partner(rax, true, c2) : -1;
+  if (c2 < 0 && r2 < 0) return;
+  std::array<int, kMaxNdim> order{};
+  int n = 0;
+  for (int d = 0; d < nd - 2; ++d)
+    if (d != c2 && d != r2) order[std::size_t(n++)] = d;
+  if (r2 >= 0) order[std::size_t(n++)] = r2;
+  order[std::size_t(n++)] = rax;
+  if (c2 >= 0) order[std::size_t(n++)] = c2;
+  order[std::size_t(n++)] = cax;
+  reorder_axes(plan, std::span(order.data(), std::size_t(n)));
+  spec.two_axis_sides = std::uint8_t((c2 >= 0 ? 1 : 0) | (r2 >= 0 ? 2 : 0));
+}
+
 // Units for a tiled loop of 1- to 4-byte dtypes: direct operands move u elements per access
 // along the cols, staged ones along the rows, u the largest power of two up to
 // codegen::max_tiled_unit where the axis holds whole units and every operand that takes them
@@ -71,8 +160,12 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
   if (widest_array(c, ops, plan) == 0) return;
   bool any_staged = false;
   for (int j = 0; j < plan.noperands; ++j) any_staged |= spec.staged(ops[std::size_t(j)]);
+  // A side over two axes (two_axis_sides) holds units where the pair does: the operands that
+  // take them run across both as one line, so the outer axis' stride needs no check.
+  const int cax = nd - 1, rax = nd - 2 - int(spec.cols_span_two());
   auto units_fit = [&](int u, bool staged, int axis) {
-    if (plan.shape[axis] % u != 0) return false;
+    const bool two = staged ? spec.rows_span_two() : spec.cols_span_two();
+    if (plan.shape[axis] * (two ? plan.shape[axis - 1] : 1) % u != 0) return false;
     for (int j = 0; j < plan.noperands; ++j) {
       const int k = ops[std::size_t(j)];
       if (spec.kind(k) != OperandKind::array || spec.staged(k) != staged) continue;
@@ -83,7 +176,7 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
       const std::int64_t bytes = u * isz;
       if (reinterpret_cast<std::uintptr_t>(a.data()) % std::uintptr_t(bytes) != 0) return false;
       for (int d = 0; d < nd; ++d)
-        if (d != axis && st[d] % bytes != 0) return false;
+        if (d != axis && !(two && d == axis - 1) && st[d] % bytes != 0) return false;
     }
     return true;
   };
@@ -98,8 +191,7 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
   // (4024, 16677) transposed 0.47 -> 0.61, float16 (64, 12, 266, 329) permuted 0.44 -> 0.61,
   // float32 (42880, 1565) both inputs transposed 0.61 -> 0.80, float32 (749, 315, 45, 6) into a
   // permuted output 0.58 -> 0.85.
-  const auto units =
-      codegen::tiled_units(largest(false, nd - 1), any_staged ? largest(true, nd - 2) : 1);
+  const auto units = codegen::tiled_units(largest(false, cax), any_staged ? largest(true, rax) : 1);
   spec.log2_unit_cols = std::uint8_t(std::countr_zero(unsigned(units.cols)));
   spec.log2_unit_rows = std::uint8_t(std::countr_zero(unsigned(units.rows)));
   // The units may raise the elements a thread takes (codegen::tiled_elements_per_thread), and
@@ -114,7 +206,8 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
 // (they decide the elements a thread takes, and so the tile's shape). False (nothing changed)
 // when an axis is too short for a tile, the block size is not the tile's, or the staged tiles
 // would not fit in shared memory.
-bool plan_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& plan, int r) {
+bool plan_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& plan, int r,
+                bool uses_index = true) {
   auto& spec = plan.spec;
   const int nd = plan.shape.size();
   if (nd < 2 || (c.options.block_size != 0 && c.options.block_size != 256)) return false;
@@ -125,8 +218,12 @@ bool plan_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& plan,
   spec.layout = Layout::tiled;
   spec.ndim = std::uint8_t(nd);
   spec.vector_width = 1;
+  spec.two_axis_sides = 0;
   plan_tile_units(c, ops, plan);
-  const std::int64_t rows = plan.shape[nd - 2], cols = plan.shape[nd - 1];
+  plan.tile = codegen::tile_shape(spec, plan.shape[nd - 2], plan.shape[nd - 1]);
+  plan_two_axis_sides(ops, plan, uses_index, plan.tile, widest_array(c, ops, plan));
+  if (spec.two_axis_sides != 0) plan_tile_units(c, ops, plan);
+  const auto [rows, cols] = tiled_extents(plan);
   plan.tile = codegen::tile_shape(spec, rows, cols);
   plan.tiles = plan.tile.tiles(c.size / (rows * cols), rows, cols);
   return true;
@@ -134,7 +231,8 @@ bool plan_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& plan,
 
 // Tiles the loop when an operand is transposed against the last axis: operands that run
 // faster along the paired axis than along the last are staged.
-bool plan_transposed(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
+bool plan_transposed(const KernelCall& c, const Operands& ops, ElementwisePlan& plan,
+                     bool uses_index) {
   auto& spec = plan.spec;
   const int nd = plan.shape.size();
   if (nd < 2) return false;
@@ -147,21 +245,9 @@ bool plan_transposed(const KernelCall& c, const Operands& ops, ElementwisePlan& 
     spec.params[std::size_t(k)].staged =
         std::uint8_t(st[r] != 0 && std::abs(st[r]) < std::abs(st[nd - 1]));
   }
-  if (plan_tiles(c, ops, plan, r)) return true;
+  if (plan_tiles(c, ops, plan, r, uses_index)) return true;
   for (int k = 0; k < c.nparams; ++k) spec.params[std::size_t(k)].staged = 0;
   return false;
-}
-
-// Reorders the loop's axes to `order` (a permutation of them).
-void reorder_axes(ElementwisePlan& plan, std::span<const int> order) {
-  auto apply = [&](Shape& s) {
-    Shape out;
-    for (int d : order) out.push_back(s[d]);
-    s = out;
-  };
-  apply(plan.shape);
-  apply(plan.index_strides);
-  for (int j = 0; j < plan.noperands; ++j) apply(plan.strides[std::size_t(j)]);
 }
 
 // Packed boxes: two inputs contiguous along two different axes, neither the output's last (C),
@@ -263,6 +349,7 @@ std::uint64_t scattered_inputs(const KernelCall& c, const Operands& ops,
                                const ElementwisePlan& plan) {
   constexpr std::size_t kMinBytes = std::size_t(4) << 20;
   const int nd = plan.shape.size();
+  const int first_tiled = nd - 2 - int(plan.spec.cols_span_two()) - int(plan.spec.rows_span_two());
   for (int k = c.def.nin; k < c.nparams; ++k)
     if (c.arrays[k] && !c.is_raw(k)) {
       if (!c.arrays[k]->is_c_contiguous()) return 0;
@@ -279,7 +366,8 @@ std::uint64_t scattered_inputs(const KernelCall& c, const Operands& ops,
     int f = -1;
     for (int d = 0; d < nd; ++d)
       if (st[d] != 0 && (f < 0 || std::abs(st[d]) < std::abs(st[f]))) f = d;
-    if (f < 0 || f >= nd - 2 || std::abs(st[f]) != std::int64_t(a.itemsize()) || plan.shape[f] < 8)
+    if (f < 0 || f >= first_tiled || std::abs(st[f]) != std::int64_t(a.itemsize()) ||
+        plan.shape[f] < 8)
       continue;
     mask |= std::uint64_t(1) << k;
   }
@@ -496,7 +584,7 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
   plan.index_strides = c_strides(plan.shape, 1);
   if (plan_packed(c, ops, plan)) {
     // boxes: nothing more to plan
-  } else if (plan_transposed(c, ops, plan)) {
+  } else if (plan_transposed(c, ops, plan, def.uses_index)) {
     plan.scattered = scattered_inputs(c, ops, plan);
   } else {
     spec.layout = Layout::strided;
@@ -550,8 +638,15 @@ void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelAr
     args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), divisors.data(), nd, 0);
     return;
   }
-  divisors[nd - 2] = (divisors[nd - 2] + plan.tile.rows - 1) / plan.tile.rows;
-  divisors[nd - 1] = (divisors[nd - 1] + plan.tile.cols - 1) / plan.tile.cols;
+  // The tile counts of the rows and cols; an outer axis of a side over two axes divides by
+  // the inner extent (ElementwiseSpec::two_axis_sides).
+  const bool cc = spec.cols_span_two(), rc = spec.rows_span_two();
+  const int rax = nd - 2 - int(cc);
+  const auto [rows, cols] = tiled_extents(plan);
+  divisors[rax] = (rows + plan.tile.rows - 1) / plan.tile.rows;
+  divisors[nd - 1] = (cols + plan.tile.cols - 1) / plan.tile.cols;
+  if (cc) divisors[nd - 2] = plan.shape[nd - 1];
+  if (rc) divisors[rax - 1] = plan.shape[rax];
   args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), divisors.data(), nd,
                      plan.tile.log2_cols);
 }

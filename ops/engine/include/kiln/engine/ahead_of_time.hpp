@@ -65,6 +65,11 @@ struct elementwise_layout {
   /// select); false: any row length (the end tested after every group). Calls plan it
   /// where every array input is row_constant or as_output.
   bool long_rows = false;
+  /// tiled, something staged: the sides of the tile that run over two planned axes (bit 0:
+  /// the cols, axes ndim-2 and ndim-1; bit 1: the rows, the two axes before the cols). 0 to 3;
+  /// each side that spans two takes an axis more: ndim >= 2 + the bits set. Calls plan it
+  /// where a side's axis is short and the operands along it are contiguous across the pair.
+  int two_axis_sides = 0;
 };
 
 /// What to prepare: argument dtypes (inputs, or inputs then outputs; placeholders resolve as
