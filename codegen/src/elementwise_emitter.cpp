@@ -883,6 +883,8 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   for (const auto& o : all)
     if (s.staged(o.k) && o.load)
       w.line("          kiln_r_{0}[kiln_k][kiln_j] = kiln_t_{0}[kiln_sh];", o.p->name);
+  // The flat index is linear along a side over two axes: the planner spans one only where i
+  // runs on across the pair too, or where the code never reads i.
   w.line(
       "          const kiln_idx kiln_i = kiln_bi + kiln_r * kiln_shape.kiln_e[{}] + (kiln_dcol + "
       "kiln_j) * kiln_shape.kiln_e[{}];",

@@ -67,7 +67,8 @@ enum class Layout : std::uint8_t {
   // unravelled per tile. Operands whose fastest axis is the rows (a transposed view:
   // `staged`) move through shared memory so every global access runs along lines. With
   // nothing staged (row tiles: broadcasts whose inputs are all smaller than the output) each
-  // thread finds its place once per tile instead of once per element.
+  // thread finds its place once per tile instead of once per element. Either side may run
+  // over two axes (two_axis_sides).
   tiled,
   // Every output C-contiguous over `ndim` planned dims, inputs by byte strides (the strided
   // ABI): each thread takes vectors of `vector_width` elements of the flat loop, unravels a

@@ -7,7 +7,8 @@
 //               shared memory in its own order
 //   tiled       some operand's fastest axis is not the loop's last (a transposed or permuted
 //               view): tiles of (its fastest axis, the last axis) over any batch axes, staged
-//               through shared memory where an access would cross lines; an input
+//               through shared memory where an access would cross lines, a short side
+//               running on across a second axis where its operands do; an input
 //               contiguous along a third axis (where no box fits) is copied to C order first
 //               (Plan::scattered)
 //   strided     everything else (broadcasts, slices, negative steps, size-1 axes): items of
