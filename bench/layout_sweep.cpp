@@ -124,6 +124,9 @@ std::vector<double> download_as_double(const ndarray& a) {
   } else if (a.dtype() == int32) {
     auto v = a.get<std::int32_t>();
     out.assign(v.begin(), v.end());
+  } else if (a.dtype() == int16) {
+    auto v = a.get<std::int16_t>();
+    out.assign(v.begin(), v.end());
   } else if (a.dtype() == int64) {
     auto v = a.get<std::int64_t>();
     out.assign(v.begin(), v.end());
@@ -444,6 +447,32 @@ void mixed_cases(std::vector<Case>& out, Rng& r, int count, double total) {
     View o = r.chance(0.3) ? sliced_view(r, s, 0.3) : plain(s);
     out.push_back(elementwise("mixed", fmt::format("{} perm+slice - {}", s.str(), b.str()), r,
                               random_dtype(r), {x, plain(b)}, o));
+  }
+}
+
+// Contiguous views at an offset no 16-byte vector divides (np.diff's x[1:] - x[:-1], a window
+// from an odd element): every operand unit-stride, some misaligned. Drawn from their own
+// generator and appended after every family's seeded cases, so that those stay what earlier
+// rounds measured.
+void misaligned_cases(std::vector<Case>& out, std::uint64_t seed, double total) {
+  Rng r(seed ^ 0x6d697361ull);
+  const auto n = std::int64_t(total);
+  auto window = [](std::int64_t n, std::int64_t from) {
+    return View{{n + from}, {}, {{from, std::nullopt, 1}}};
+  };
+  struct Draw {
+    dtype t;
+    std::int64_t x_from, y_from, out_from;
+  };
+  const std::vector<Draw> draws{{float16, 1, 0, 0}, {bfloat16, 3, 5, 0}, {int16, 1, 0, 0},
+                                {float16, 2, 0, 0}, {float32, 1, 0, 0},  {float32, 2, 3, 0},
+                                {float16, 0, 0, 1}, {float32, 0, 0, 3}};
+  for (const Draw& d : draws) {
+    View o = d.out_from ? window(n, d.out_from) : plain({n});
+    out.push_back(elementwise("slicing",
+                              fmt::format("misaligned x[{}:] - y[{}:] into out[{}:], {}", d.x_from,
+                                          d.y_from, d.out_from, d.t.name()),
+                              r, d.t, {window(n, d.x_from), window(n, d.y_from)}, o));
   }
 }
 
@@ -1103,6 +1132,7 @@ int main(int argc, char** argv) {
   mixed_cases(cases, r, per_family / 2 + 2, total);
   reduction_cases(cases, r, per_family, total);
   composite_cases(cases, r, per_family / 2, total);
+  misaligned_cases(cases, seed, total);
   // --family takes one name or several, comma-separated.
   if (!only.empty())
     std::erase_if(cases, [&](const Case& c) {

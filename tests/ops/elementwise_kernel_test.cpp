@@ -822,6 +822,60 @@ TEST_CASE("every plan a call makes is among the ahead-of-time specs of its dtype
   }
 }
 
+TEST_CASE("contiguous windows off their vectors keep the outputs' vectors in a gathered loop",
+          "[ops]") {
+  // np.diff's x[1:] - x[:-1]: every operand contiguous, an input off its 16-byte vectors. For
+  // 1- to 4-byte dtypes whose contiguous vectors would move under 8 bytes, a gathered loop
+  // writes the output by whole vectors and reads only that input element by element; the
+  // plan is among the ahead-of-time specs.
+  using codegen::Layout;
+  using codegen::OperandSpec;
+  const ElementwiseKernel k("T x, T y", "T z", "z = x - y", "plan_windows");
+  const std::int64_t n = 1 << 20;
+  auto window = [&](dtype t, std::int64_t from) {
+    return untouched({n + 16}, t)(slice(from, from + n));
+  };
+  for (dtype t : {float16, bfloat16, int8, float32, int32}) {
+    INFO(t.name());
+    std::set<std::string> keys;
+    for (const auto& spec : k.specs({.dtypes = {t, t}, .max_ndim = 2}))
+      keys.insert(test::spec_key(spec));
+    const int vw = int(16 / t.itemsize());
+    const auto diff = plan_of(k, {window(t, 1), window(t, 0), untouched({n}, t)});
+    CHECK(diff.layout == Layout::gathered);
+    CHECK(diff.ndim == 1);
+    CHECK(diff.vector_width == vw);
+    CHECK(diff.params[0].staged == OperandSpec::gathered_by_element);
+    CHECK(diff.params[1].staged == OperandSpec::gathered_as_output);
+    CHECK(keys.count(test::spec_key(diff)) == 1);
+    const auto both = plan_of(k, {window(t, 1), window(t, 3), untouched({n}, t)});
+    CHECK(both.layout == Layout::gathered);
+    CHECK(both.params[0].staged == OperandSpec::gathered_by_element);
+    CHECK(both.params[1].staged == OperandSpec::gathered_by_element);
+    CHECK(keys.count(test::spec_key(both)) == 1);
+    // An output off its vectors keeps the contiguous loop at the width every operand allows.
+    const auto out_off = plan_of(k, {window(t, 0), window(t, 0), window(t, 1)});
+    CHECK(out_off.layout == Layout::contiguous);
+    CHECK(out_off.vector_width == 1);
+    // Vectors of 8 bytes or more stay contiguous.
+    if (t.itemsize() <= 2) {
+      const std::int64_t eight = 8 / std::int64_t(t.itemsize());
+      const auto eights = plan_of(k, {window(t, eight), window(t, 0), untouched({n}, t)});
+      CHECK(eights.layout == Layout::contiguous);
+      CHECK(eights.vector_width == eight);
+    }
+  }
+  // 8-byte dtypes move 8 bytes an access one element at a time: contiguous.
+  const auto f64 = plan_of(k, {window(float64, 1), window(float64, 0), untouched({n}, float64)});
+  CHECK(f64.layout == Layout::contiguous);
+  CHECK(f64.vector_width == 1);
+  // Aligned windows keep the contiguous loop's full vectors.
+  const auto aligned =
+      plan_of(k, {window(float16, 8), window(float16, 0), untouched({n}, float16)});
+  CHECK(aligned.layout == Layout::contiguous);
+  CHECK(aligned.vector_width == 8);
+}
+
 TEST_CASE("every plan of a random layout is among the ahead-of-time specs of its binding",
           "[ops]") {
   // kiln-cache precompiles specs(): a call whose plan is not among them would compile at run

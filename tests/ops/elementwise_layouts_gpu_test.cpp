@@ -372,6 +372,35 @@ void check_families() {
     check_sub<T>("out[::-1]", x, x.dev, y, y.dev, {61, 131},
                  [](const ndarray& o) { return o(slice(std::nullopt, std::nullopt, -1), all); });
   }
+  SECTION("contiguous windows off their vectors") {
+    // Every operand contiguous, an input one to seven elements past a vector boundary
+    // (np.diff's x[1:] - x[:-1]): for 1- to 4-byte dtypes a gathered loop with the output by
+    // whole vectors and that input element by element; lengths that leave a partial last
+    // vector; both inputs off, by different amounts; an output off its vectors (contiguous,
+    // one element an access); in 2-D with reduce_dims off.
+    const std::int64_t n = 4099;
+    const auto a = Base<T>::random({n + 8}), b = Base<T>::random({n + 8});
+    for (const std::int64_t from : {1, 2, 3, 5, 7}) {
+      const ndarray xs = a.dev(slice(from, from + n)), ys = b.dev(slice(0, n));
+      check_sub<T>(fmt::format("x[{}:] - y", from), a, xs, b, ys, {n}, whole);
+      check_sub<T>(fmt::format("y - x[{}:]", from), b, ys, a, xs, {n}, whole);
+      check_sub<T>(fmt::format("x[{}:] - y[3:]", from), a, xs, b, b.dev(slice(3, 3 + n)), {n},
+                   whole);
+      check_sub<T>(fmt::format("x[{}:] - y into out[1:]", from), a, xs, b, ys, {n + 1},
+                   [&](const ndarray& o) { return o(slice(1, std::nullopt)); });
+    }
+    check_sub<T>("x[1:] - x[:-1]", a, a.dev(slice(1, n + 1)), a, a.dev(slice(0, n)), {n}, whole);
+    const auto m = Base<T>::random({64 * 72 + 3});
+    const ndarray m2 = m.dev(slice(3, std::nullopt)).reshape({64, 72});
+    const auto full = Base<T>::random({64, 72});
+    check_sub<T>("(64, 72) one window from offset 3", m, m2, full, full.dev, {64, 72}, whole);
+    static const ElementwiseKernel keep("T x, T y", "T z", "z = x - y", "layouts_sub_dims",
+                                        {.reduce_dims = false});
+    auto op = [](const std::vector<Store<T>>& g, std::int64_t) { return host_sub<T>(g[0], g[1]); };
+    const auto ob = Base<T>::poisoned({64, 72});
+    check_case<T>("(64, 72) from offset 3, reduce_dims off", {{&m, m2}, {&full, full.dev}}, ob,
+                  ob.dev, op, [&] { keep(m2, full.dev, ob.dev); });
+  }
   SECTION("mixes") {
     // A permuted, sliced input against a broadcast one, into a sliced, permuted output.
     const auto x = Base<T>::random({40, 9, 70}), r = Base<T>::random({1, 35});
