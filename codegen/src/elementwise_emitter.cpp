@@ -139,7 +139,7 @@ void emit_vector_loop(SourceWriter& w, const ElementwiseDefinition& def, const E
 
 void emit_contiguous(SourceWriter& w, const ElementwiseDefinition& def, const ElementwiseSpec& s) {
   std::string first = "kiln_tid";
-  if (s.vector_width > 1) {
+  if (contiguous_vector_loop(s)) {
     emit_vector_loop(w, def, s);
     first = fmt::format("kiln_nvec * {} + kiln_tid", int(s.vector_width));
   }

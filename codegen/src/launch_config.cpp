@@ -25,7 +25,7 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
   g.block = block ? block : std::min(kDefaultBlock, max_block);
   g.block_x = g.block;
   std::int64_t items = size;
-  if (s.layout == Layout::contiguous && s.vector_width > 1) {
+  if (s.layout == Layout::contiguous && contiguous_vector_loop(s)) {
     const std::int64_t nvec = size / s.vector_width;
     items = std::max(ceil_div(nvec, s.unroll), size - nvec * s.vector_width);
   } else if (s.layout == Layout::strided) {

@@ -830,6 +830,7 @@ TEST_CASE("contiguous windows off their vectors keep the outputs' vectors in a g
   // plan is among the ahead-of-time specs.
   using codegen::Layout;
   using codegen::OperandSpec;
+  test::ScopedEnv memory("KILN_CACHE_IN_MEMORY", "1");
   const ElementwiseKernel k("T x, T y", "T z", "z = x - y", "plan_windows");
   const std::int64_t n = 1 << 20;
   auto window = [&](dtype t, std::int64_t from) {
@@ -853,22 +854,30 @@ TEST_CASE("contiguous windows off their vectors keep the outputs' vectors in a g
     CHECK(both.params[0].staged == OperandSpec::gathered_by_element);
     CHECK(both.params[1].staged == OperandSpec::gathered_by_element);
     CHECK(keys.count(test::spec_key(both)) == 1);
-    // An output off its vectors keeps the contiguous loop at the width every operand allows.
+    // An output off its vectors keeps the contiguous loop at the width every operand allows,
+    // four vectors a thread.
     const auto out_off = plan_of(k, {window(t, 0), window(t, 0), window(t, 1)});
     CHECK(out_off.layout == Layout::contiguous);
     CHECK(out_off.vector_width == 1);
+    CHECK(out_off.unroll == 4);
+    CHECK(keys.count(test::spec_key(out_off)) == 1);
+    // Both compile for sm_90.
+    CHECK_FALSE(k.compile_for(diff, 90).cubin.empty());
+    CHECK_FALSE(k.compile_for(out_off, 90).cubin.empty());
     // Vectors of 8 bytes or more stay contiguous.
     if (t.itemsize() <= 2) {
       const std::int64_t eight = 8 / std::int64_t(t.itemsize());
       const auto eights = plan_of(k, {window(t, eight), window(t, 0), untouched({n}, t)});
       CHECK(eights.layout == Layout::contiguous);
       CHECK(eights.vector_width == eight);
+      CHECK(eights.unroll == 2);
     }
   }
   // 8-byte dtypes move 8 bytes an access one element at a time: contiguous.
   const auto f64 = plan_of(k, {window(float64, 1), window(float64, 0), untouched({n}, float64)});
   CHECK(f64.layout == Layout::contiguous);
   CHECK(f64.vector_width == 1);
+  CHECK(f64.unroll == 2);
   // Aligned windows keep the contiguous loop's full vectors.
   const auto aligned =
       plan_of(k, {window(float16, 8), window(float16, 0), untouched({n}, float16)});

@@ -186,12 +186,32 @@ constexpr std::uint8_t default_unroll(Layout layout, int vector_width) {
   return (layout == Layout::strided || layout == Layout::gathered) && vector_width <= 2 ? 4 : 2;
 }
 
+/// A contiguous loop over arrays of at most 4 bytes whose vectors move under 8 bytes an access:
+/// an operand's alignment cut them down (an output off its 16-byte vectors, which no gathered
+/// loop can take: an in-place x[1:] += y).
+inline bool short_contiguous_vectors(const ElementwiseSpec& s) {
+  if (s.layout != Layout::contiguous) return false;
+  bool any = false;
+  for (int k = 0; k < s.nparams; ++k) any |= s.kind(k) == OperandKind::array;
+  const auto widest = s.widest_array_item();
+  return any && widest <= 4 && s.vector_width * widest < 8;
+}
+
+/// contiguous: the loop takes `unroll` vectors of `vector_width` elements a thread (else, with
+/// width 1 and the default unroll, one element a thread).
+inline bool contiguous_vector_loop(const ElementwiseSpec& s) {
+  return s.vector_width > 1 || s.unroll > default_unroll(Layout::contiguous, 1);
+}
+
 /// The unroll a planner gives a spec whose first `nin` parameters are the inputs (ahead-of-time
-/// specs use the same): default_unroll, except that a gathered loop whose every array input is
-/// constant along the rows takes one vector per thread: it loads one element per row, so more
-/// vectors buy no loads in flight and cost registers (float16 (21, 803, 384, 10) from two such
-/// inputs: 54 registers and 0.62 of the copy rate with 2, 0.67 with 1, H100).
+/// specs use the same): default_unroll, except that short contiguous vectors take 4 and a
+/// gathered loop whose every array input is constant along the rows takes one vector per thread: it
+/// loads one element per row, so more vectors buy no loads in flight and cost registers (float16
+/// (21, 803, 384, 10) from two such inputs: 54 registers and 0.62 of the copy rate with 2, 0.67
+/// with 1, H100).
 inline std::uint8_t planned_unroll(const ElementwiseSpec& s, int nin) {
+  // Short contiguous vectors take four a thread, to keep loads in flight as strided loops do.
+  if (short_contiguous_vectors(s)) return 4;
   bool per_row = s.layout == Layout::gathered;
   bool any = false;
   for (int k = 0; k < nin && k < s.nparams && per_row; ++k)

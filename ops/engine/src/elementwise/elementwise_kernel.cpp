@@ -317,6 +317,7 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
       auto spec = probe;
       spec.index_bits = std::uint8_t(bits);
       spec.vector_width = std::uint8_t(w);
+      spec.unroll = codegen::planned_unroll(spec, nin());
       out.push_back(spec);
     }
     for (int nd = 1; nd <= t.max_ndim; ++nd)

@@ -530,10 +530,9 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
 // element (x[1:] - x[:-1]). Measured on an H100 (layout sweep, misaligned cases, fraction of
 // the copy rate), every operand one element an access -> gathered: float16, bfloat16 and int16
 // with one input one element in 0.60-0.63 -> 0.95-0.97, float32 0.89 -> 0.98-0.99. An output
-// off its vectors stays contiguous (float16 0.63, float32 0.90).
+// off its vectors stays contiguous, four vectors a thread (codegen::planned_unroll).
 bool misaligned_contiguous(const KernelCall& c, const Operands& ops, const ElementwisePlan& plan) {
-  const std::int64_t widest = widest_array(c, ops, plan);
-  if (widest == 0 || widest > 4 || plan.spec.vector_width * widest >= 8) return false;
+  if (!codegen::short_contiguous_vectors(plan.spec)) return false;
   for (int j = 0; j < plan.noperands; ++j) {
     const int k = ops[std::size_t(j)];
     if (plan.spec.kind(k) == OperandKind::array && c.def.params[std::size_t(k)].is_output &&
@@ -598,6 +597,7 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
     spec.vector_width =
         std::uint8_t(codegen::choose_vector_width(std::span(vec.data(), std::size_t(nvec))));
     spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, raw_span));
+    spec.unroll = codegen::planned_unroll(spec, def.nin);
     if (!misaligned_contiguous(c, ops, plan)) return;
     // Some input sits at an offset no vector of 8 bytes or more divides (np.diff's x[1:]):
     // the outputs keep their 16-byte vectors in a gathered loop and only such inputs go
