@@ -465,6 +465,9 @@ void case_cold_layouts() {
   const ndarray sq = full(Shape{64, 64}, 0.5f, float32);
   ndarray zt(Shape{64, 64}, float32);
   cold_layout("cold_compile_tiled_ms", sq.T(), zt, 2.5f);
+  const ndarray pixels = full(Shape{4, 64, 3}, 0.5f, float32);  // channels-last, 3 channels
+  ndarray zi(Shape{4, 3, 64}, float32);
+  cold_layout("cold_compile_interleaved_ms", pixels.transpose({0, 2, 1}), zi, 2.5f);
 }
 
 // A never-seen complex64 ElementwiseKernel, cold (NVRTC + load + launch), z = x * y + conj(x):

@@ -46,7 +46,8 @@ using bench::json_string;
 
 // The value of element `i` of a generated base array: splitmix64 of (i, seed), mapped by
 // `mode` to a range every dtype holds exactly (0: uniform [-4, 4); 1: k / 16 for k in
-// [-128, 128), exact in float16 and bfloat16; 2: integers in [-1000, 1000]). The same code
+// [-128, 128), exact in float16 and bfloat16; 2: integers in [-1000, 1000]; 3: integers in
+// [-64, 64), whose differences a 1-byte dtype holds). The same code
 // runs on the device (the generator kernel's preamble) and on the host (the references).
 #define SWEEP_VALUE_BODY                                            \
   unsigned long long h = (i + 1ull) * 0x9E3779B97F4A7C15ull + seed; \
@@ -57,6 +58,7 @@ using bench::json_string;
   h ^= h >> 31;                                                     \
   if (mode == 1) return double(int((h >> 40) % 256) - 128) / 16.0;  \
   if (mode == 2) return double(int((h >> 40) % 2001) - 1000);       \
+  if (mode == 3) return double(int((h >> 40) % 128) - 64);          \
   return -4.0 + 8.0 * (double(h >> 11) * (1.0 / 9007199254740992.0));
 
 double sweep_value(unsigned long long i, unsigned long long seed, int mode) { SWEEP_VALUE_BODY }
@@ -85,7 +87,7 @@ const ElementwiseKernel& sub_kernel() {
 
 int value_mode(dtype t) {
   if (t == float16 || t == bfloat16) return 1;
-  if (t.is_integer()) return 2;
+  if (t.is_integer()) return t.itemsize() == 1 ? 3 : 2;  // 1-byte: differences stay in range
   return 0;
 }
 
@@ -126,6 +128,9 @@ std::vector<double> download_as_double(const ndarray& a) {
     out.assign(v.begin(), v.end());
   } else if (a.dtype() == int16) {
     auto v = a.get<std::int16_t>();
+    out.assign(v.begin(), v.end());
+  } else if (a.dtype() == int8) {
+    auto v = a.get<std::int8_t>();
     out.assign(v.begin(), v.end());
   } else if (a.dtype() == int64) {
     auto v = a.get<std::int64_t>();
@@ -473,6 +478,53 @@ void misaligned_cases(std::vector<Case>& out, std::uint64_t seed, double total) 
                               fmt::format("misaligned x[{}:] - y[{}:] into out[{}:], {}", d.x_from,
                                           d.y_from, d.out_from, d.t.name()),
                               r, d.t, {window(n, d.x_from), window(n, d.y_from)}, o));
+  }
+}
+
+// Layout conversions with a short fixed axis: images between channels-last and channels-first
+// (NHWC -> NCHW and back, 3 or 4 channels) and tall, narrow matrices transposed ((n, 21).T),
+// where one side of any tile is a handful of elements. Drawn from their own generator and
+// appended after every family's seeded cases, as misaligned_cases are.
+void conversion_cases(std::vector<Case>& out, std::uint64_t seed, double total) {
+  Rng r(seed ^ 0x6e686463ull);
+  const std::int64_t hw = 224;
+  auto images = [&](std::int64_t ch) {
+    return std::max<std::int64_t>(1, std::int64_t(total) / (hw * hw * ch));
+  };
+  struct Image {
+    dtype t;
+    std::int64_t ch;
+    bool to_first;  // NHWC -> NCHW (else NCHW -> NHWC)
+  };
+  for (const Image& d : std::vector<Image>{{float32, 3, true},
+                                           {float16, 3, true},
+                                           {int8, 4, true},
+                                           {float32, 3, false},
+                                           {float16, 3, false},
+                                           {int8, 4, false}}) {
+    const std::int64_t n = images(d.ch);
+    const Shape first{n, d.ch, hw, hw}, last{n, hw, hw, d.ch};
+    const Shape& s = d.to_first ? first : last;
+    const std::vector<std::int64_t> perm =
+        d.to_first ? std::vector<std::int64_t>{0, 3, 1, 2} : std::vector<std::int64_t>{0, 2, 3, 1};
+    out.push_back(elementwise("permutation",
+                              fmt::format("{} -> {} {}, {}", d.to_first ? "NHWC" : "NCHW",
+                                          d.to_first ? "NCHW" : "NHWC", s.str(), d.t.name()),
+                              r, d.t, {transposed_view(s, perm), plain(s)}, plain(s)));
+  }
+  // Normalising while converting: NHWC -> NCHW minus a per-channel mean.
+  for (dtype t : {float32, float16}) {
+    const std::int64_t n = images(3);
+    const Shape s{n, 3, hw, hw};
+    out.push_back(elementwise(
+        "permutation", fmt::format("NHWC -> NCHW {} - mean (1, 3, 1, 1), {}", s.str(), t.name()), r,
+        t, {transposed_view(s, {0, 3, 1, 2}), plain({1, 3, 1, 1})}, plain(s)));
+  }
+  for (const auto& [t, k] :
+       std::vector<std::pair<dtype, std::int64_t>>{{float16, 21}, {float32, 21}, {float32, 3}}) {
+    const Shape s{k, std::int64_t(total) / k};
+    out.push_back(elementwise("permutation", fmt::format("({}, {}).T - y, {}", s[1], k, t.name()),
+                              r, t, {transposed_view(s, {1, 0}), plain(s)}, plain(s)));
   }
 }
 
@@ -1133,6 +1185,7 @@ int main(int argc, char** argv) {
   reduction_cases(cases, r, per_family, total);
   composite_cases(cases, r, per_family / 2, total);
   misaligned_cases(cases, seed, total);
+  conversion_cases(cases, seed, total);
   // --family takes one name or several, comma-separated.
   if (!only.empty())
     std::erase_if(cases, [&](const Case& c) {

@@ -141,19 +141,20 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
       Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
     Fields lf(*l,
               {"layout", "ndim", "index_bits", "vector_width", "raw_ndim", "staged", "row_constant",
-               "as_output", "unit_cols", "unit_rows", "long_rows", "two_axis_sides"});
+               "as_output", "unit_cols", "unit_rows", "long_rows", "two_axis_sides", "interleave"});
     elementwise_layout exact;
     const std::string kind = lf.str("layout", false, "contiguous");
     if (kind != "contiguous" && kind != "strided" && kind != "tiled" && kind != "gathered" &&
-        kind != "packed")
+        kind != "packed" && kind != "interleaved")
       throw kiln::ValueError("field 'layout.layout' is '" + kind +
-                             "'; it is \"contiguous\", \"strided\", \"tiled\", \"gathered\" "
-                             "or \"packed\"");
-    exact.layout = kind == "strided"    ? codegen::Layout::strided
-                   : kind == "tiled"    ? codegen::Layout::tiled
-                   : kind == "gathered" ? codegen::Layout::gathered
-                   : kind == "packed"   ? codegen::Layout::packed
-                                        : codegen::Layout::contiguous;
+                             "'; it is \"contiguous\", \"strided\", \"tiled\", \"gathered\", "
+                             "\"packed\" or \"interleaved\"");
+    exact.layout = kind == "strided"       ? codegen::Layout::strided
+                   : kind == "tiled"       ? codegen::Layout::tiled
+                   : kind == "gathered"    ? codegen::Layout::gathered
+                   : kind == "packed"      ? codegen::Layout::packed
+                   : kind == "interleaved" ? codegen::Layout::interleaved
+                                           : codegen::Layout::contiguous;
     exact.ndim = lf.integer("ndim", 1, 1, kMaxNdim);
     exact.index_bits = lf.integer("index_bits", 32, 32, 64);
     exact.vector_width = lf.integer("vector_width", 1, 1, 16);
@@ -166,6 +167,7 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     exact.unit_cols = lf.integer("unit_cols", 1, 1, 16);  // make_spec checks the dtypes
     exact.unit_rows = lf.integer("unit_rows", 1, 1, 8);
     exact.two_axis_sides = lf.integer("two_axis_sides", 0, 0, 3);
+    exact.interleave = lf.integer("interleave", 0, 0, codegen::kMaxInterleave);
     lf.finish();
     base.only = exact;
   }
@@ -337,6 +339,9 @@ std::string describe(const codegen::ElementwiseSpec& s) {
   }
   if (s.layout == codegen::Layout::packed)
     v = "packed ndim " + std::to_string(s.ndim) + " staged" + staged;
+  if (s.layout == codegen::Layout::interleaved)
+    v = "interleaved " + std::to_string(s.interleave()) + " ndim " + std::to_string(s.ndim) + " w" +
+        std::to_string(s.vector_width);
   if (s.layout == codegen::Layout::tiled) {
     v = staged.empty() ? "row tiles" : "tiled staged" + staged;
     if (s.ndim > 2) v += " ndim " + std::to_string(s.ndim);

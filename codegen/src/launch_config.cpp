@@ -33,6 +33,12 @@ LaunchGeometry elementwise_geometry(const ElementwiseSpec& s, std::int64_t size,
   } else if (s.layout == Layout::gathered) {
     // Whole vectors of the flat loop; the rest (fewer than a vector) takes the first threads.
     items = std::max<std::int64_t>(ceil_div(size / s.vector_width, s.unroll), 1);
+  } else if (s.layout == Layout::interleaved) {
+    // One group (vector_width elements along L for each of the S rows) a thread; the rows'
+    // ends past the last whole group take the same threads. Whole warps exchange their runs
+    // through the kernel's shared memory, sized for kTiledThreads: that block, always.
+    items = std::max<std::int64_t>(ceil_div(size, std::int64_t(s.vector_width) * s.unroll), 1);
+    g.block = g.block_x = kTiledThreads;
   }
   // Capping the grid at the resident blocks (SMs x blocks per SM) and striding measured
   // slower on an H200: my_kernel 4.10 vs 4.37 TB/s, x *= 5 3.92 vs 4.17, x.T + y 1.40 vs 1.66

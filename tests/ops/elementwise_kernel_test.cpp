@@ -349,7 +349,7 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // nothing (row tiles: by one element and by pairs along the cols), x, y or both transposed (units
   // of cols and rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2; at ndim 3 each staged one also with its
   // cols or its rows over two axes), each with 32- and 64-bit indices. Packed ndim 3 with both
-  // inputs staged.
+  // inputs staged. Interleaved ndim 2..3, short extents 2..8, widths 1, 2 and 4.
   const int disjoint_pairs = 9;  // (read whole, constant): of {none, x, y, both}, sharing none
   // Per ndim from 2: one by one, nothing or x or y laid out as the output: 4 + 2 + 2 constant
   // patterns; in groups, the disjoint pairs and, beside x (or y), 3 pairs of the other.
@@ -358,7 +358,9 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   const int by_one = 4 + 2 * 2, in_groups = disjoint_pairs + 2 * 3, long_rows_patterns = 3;
   const int gathered_per_width = 3 + 2 * (by_one + 2 * in_groups + 2 * long_rows_patterns);
   const int tiled_per_bits = (2 + 3 * 4) + (2 + 3 * 4 * 3);  // ndim 2, ndim 3 (sides 0, 1, 2)
-  CHECK(specs.size() == 2 * (3 + 3 + gathered_per_width + tiled_per_bits + 1));
+  const int interleaved_per_bits = 2 * 7 * 3;
+  CHECK(specs.size() ==
+        2 * (3 + 3 + gathered_per_width + tiled_per_bits + 1 + interleaved_per_bits));
   int gathered = 0, gathered_pairs = 0, read_whole = 0, constant = 0, as_output = 0, long_rows = 0;
   for (const auto& s : specs)
     if (s.layout == codegen::Layout::gathered) {
@@ -719,9 +721,10 @@ TEST_CASE("two inputs permuted differently run in packed boxes", "[ops]") {
   CHECK(plan_of(sub, {x, x, z}).layout == Layout::tiled);
   CHECK(plan_of(sub, {x, z, z}).layout == Layout::tiled);
   CHECK(plan_of(sub, {x, untouched({288, 1, 1, 1}), z}).layout == Layout::tiled);
+  // A short axis of 6 beside 100, x contiguous along it: an interleaved loop, no tile.
   const ndarray s6 = untouched({37, 100, 6}).transpose(Shape{0, 2, 1});
   CHECK(plan_of(sub, {s6, untouched({37, 6, 100}), untouched({37, 6, 100})}).layout ==
-        Layout::tiled);
+        Layout::interleaved);
   // A box that would read int8 four bytes at a time along y's axis (axis 2 x axis 3 leaves
   // room for 4 of axis 0): a tile and a copy of y instead.
   const ndarray xi = untouched({19, 330, 2048, 169}, int8).transpose(Shape{2, 1, 3, 0});
@@ -885,6 +888,96 @@ TEST_CASE("contiguous windows off their vectors keep the outputs' vectors in a g
   CHECK(aligned.vector_width == 8);
 }
 
+TEST_CASE("a short axis beside a long one runs interleaved, transposed in registers", "[ops]") {
+  // Images between channels-last and channels-first (2 to 8 channels) and tall narrow matrices
+  // transposed: each thread takes S vectors of every operand, an interleaved one's as one run.
+  // The widest vector every operand's alignment allows; the plan is among the ahead-of-time
+  // specs and compiles for sm_90; a per-channel value is read once a row; 9 channels and an
+  // input stepped along the pixels take other loops.
+  using codegen::Layout;
+  test::ScopedEnv memory("KILN_CACHE_IN_MEMORY", "1");
+  const ElementwiseKernel k("T x, T y", "T z", "z = x - y", "plan_interleaved");
+  for (dtype t : {int8, float16, float32, float64, complex128}) {
+    INFO(t.name());
+    std::set<std::string> keys;
+    for (const auto& spec : k.specs({.dtypes = {t, t}, .max_ndim = 3}))
+      keys.insert(test::spec_key(spec));
+    const int widest = int(16 / t.itemsize());
+    for (const std::int64_t ch : {2, 3, 4, 8}) {
+      INFO(ch << " channels");
+      const int w = std::min<int>(widest, int(codegen::kMaxInterleavedGroup / ch));
+      const auto to_first =
+          plan_of(k, {untouched({6, 64, 64, ch}, t).transpose({0, 3, 1, 2}),
+                      untouched({6, ch, 64, 64}, t), untouched({6, ch, 64, 64}, t)});
+      CHECK(to_first.layout == Layout::interleaved);
+      CHECK(to_first.ndim == 3);
+      CHECK(to_first.interleave() == ch);
+      CHECK(to_first.vector_width == w);
+      CHECK(keys.count(test::spec_key(to_first)) == 1);
+      const auto to_last =
+          plan_of(k, {untouched({6, ch, 64, 64}, t).transpose({0, 2, 3, 1}),
+                      untouched({6, 64, 64, ch}, t), untouched({6, 64, 64, ch}, t)});
+      CHECK(to_last.layout == Layout::interleaved);
+      CHECK(to_last.interleave() == ch);
+      CHECK(to_last.vector_width == w);
+      CHECK(keys.count(test::spec_key(to_last)) == 1);
+      CHECK_FALSE(k.compile_for(to_first, 90).cubin.empty());
+    }
+    // (n, 3).T: rows of an odd n start off the vectors (one element a group); of whole
+    // vectors, the widest.
+    const auto odd =
+        plan_of(k, {untouched({1001, 3}, t).T(), untouched({3, 1001}, t), untouched({3, 1001}, t)});
+    CHECK(odd.layout == Layout::interleaved);
+    CHECK(odd.ndim == 2);
+    CHECK(odd.vector_width == 1);
+    CHECK(keys.count(test::spec_key(odd)) == 1);
+    CHECK_FALSE(k.compile_for(odd, 90).cubin.empty());
+    const auto whole =
+        plan_of(k, {untouched({1024, 3}, t).T(), untouched({3, 1024}, t), untouched({3, 1024}, t)});
+    CHECK(whole.layout == Layout::interleaved);
+    CHECK(whole.vector_width == widest);
+    // A per-channel value (stride 0 along L) is read once a row.
+    const auto per_channel = plan_of(
+        k, {untouched({6, 64, 64, 3}, t).transpose({0, 3, 1, 2}),
+            untouched({1, 3, 1, 1}, t).broadcast_to({6, 3, 64, 64}), untouched({6, 3, 64, 64}, t)});
+    CHECK(per_channel.layout == Layout::interleaved);
+    CHECK(keys.count(test::spec_key(per_channel)) == 1);
+    // Past the interleaved loop's reach: 9 channels, and an input stepped along the pixels.
+    const auto nine = plan_of(k, {untouched({6, 64, 64, 9}, t).transpose({0, 3, 1, 2}),
+                                  untouched({6, 9, 64, 64}, t), untouched({6, 9, 64, 64}, t)});
+    CHECK(nine.layout != Layout::interleaved);
+    const auto stepped =
+        plan_of(k, {untouched({6, 64, 64, 3}, t).transpose({0, 3, 1, 2}),
+                    untouched({6, 3, 64, 128}, t)(all, all, all, slice(0, std::nullopt, 2)),
+                    untouched({6, 3, 64, 64}, t)});
+    CHECK(stepped.layout != Layout::interleaved);
+  }
+  // 64-bit indices compile too; a loop whose code reads i keeps it in C order (GPU tests).
+  const ElementwiseKernel ki("T x", "T z", "z = x + (T)i", "plan_interleaved_index");
+  auto spec = plan_of(
+      ki, {untouched({2, 40, 3}, float32).transpose({0, 2, 1}), untouched({2, 3, 40}, float32)});
+  CHECK(spec.layout == Layout::interleaved);
+  CHECK_FALSE(ki.compile_for(spec, 90).cubin.empty());
+  spec.index_bits = 64;
+  CHECK_FALSE(ki.compile_for(spec, 90).cubin.empty());
+  // Exact layouts: the short extent 2..8, two dims or more, S x vector_width at most 64.
+  const std::vector<dtype> i8{int8, int8};
+  CHECK(k.make_spec(i8,
+                    {.layout = Layout::interleaved, .ndim = 3, .vector_width = 16, .interleave = 4})
+            .interleave() == 4);
+  for (int s : {0, 1, 9})
+    CHECK_THROWS_WITH(k.make_spec(i8, {.layout = Layout::interleaved, .ndim = 3, .interleave = s}),
+                      Catch::Contains(fmt::format("interleave {} is not possible here", s)));
+  CHECK_THROWS_WITH(k.make_spec(i8, {.layout = Layout::strided, .ndim = 3, .interleave = 3}),
+                    Catch::Contains("0 for every other layout"));
+  CHECK_THROWS_WITH(k.make_spec(i8, {.layout = Layout::interleaved, .ndim = 1, .interleave = 3}),
+                    Catch::Contains("interleaved kernels take 2 or more"));
+  CHECK_THROWS_WITH(
+      k.make_spec(i8,
+                  {.layout = Layout::interleaved, .ndim = 2, .vector_width = 16, .interleave = 8}),
+      Catch::Contains("at most 64 (here 128)"));
+}
+
 TEST_CASE("every plan of a random layout is among the ahead-of-time specs of its binding",
           "[ops]") {
   // kiln-cache precompiles specs(): a call whose plan is not among them would compile at run
@@ -973,7 +1066,8 @@ TEST_CASE("one-element inputs and scalars wider than the arrays have their own a
     layouts.insert(s.layout);
   }
   CHECK(layouts == std::set<Layout>{Layout::contiguous, Layout::strided, Layout::gathered,
-                                    Layout::tiled});  // no packed box: one array input
+                                    Layout::tiled,
+                                    Layout::interleaved});  // no packed box: one array input
   const ndarray x = test::untouched({4096, 4097}, float16),
                 z = test::untouched({4096, 4097}, float16);
   for (const ndarray& mean : {test::untouched({}, float16), test::untouched({1, 1}, float16)}) {
@@ -998,7 +1092,7 @@ TEST_CASE("one-element inputs and scalars wider than the arrays have their own a
         INFO(req.source);
         CHECK_NOTHROW(cache::compile_cached(req));
       }
-    CHECK(compiled.size() == 4);
+    CHECK(compiled.size() == 5);
   }
   // A float64 scale of float16 arrays (a C++ double): the vectors are the arrays' (16 bytes of
   // float16), as a call plans them; before, specs() narrowed them to the scalar's width or
@@ -1227,9 +1321,10 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     const ndarray l = untouched({32, 64, 256}, float16), m = untouched({64, 32, 256}, float16);
     auto leading = plan_of(add, {l.transpose({1, 0, 2}), m, m});
     CHECK((leading.layout == Layout::strided && leading.vector_width == 8));
-    // A last axis shorter than a tile's side reads through the caches instead of a tile.
+    // A last axis of 3 (shorter than a tile's side) beside a transposed input: interleaved,
+    // each thread all 3 of a group of rows.
     const ndarray narrow = untouched({3, 100000}), nz = untouched({100000, 3});
-    CHECK(plan_of(add, {narrow.T(), nz, nz}).layout == Layout::gathered);
+    CHECK(plan_of(add, {narrow.T(), nz, nz}).layout == Layout::interleaved);
   }
   SECTION("a permuted output orders the loop; the operation's index keeps it") {
     const ndarray x = untouched({512, 768}), y = untouched({512, 768}), z = untouched({768, 512});

@@ -335,6 +335,48 @@ void check_families() {
                  {600, 17, 35},
                  [](const ndarray& o) { return o(slice(0, std::nullopt, 2), all, all); });
   }
+  SECTION("a short axis beside a long one (interleaved)") {
+    // Images between channels-last and channels-first, 2 to 8 channels (interleaved loops:
+    // each thread takes a group of pixels in every channel) over 9 x 37 pixels, whose 333
+    // leave a partial group; per-channel and per-pixel inputs; tall narrow matrices transposed, odd
+    // (one element a group) and of whole groups; a batch axis that does not merge; an output
+    // off its vectors; 9 channels (past the interleaved loop's reach).
+    for (const std::int64_t ch : {2, 3, 4, 5, 8, 9}) {
+      const auto nhwc = Base<T>::random({5, 9, 37, ch}), nchw = Base<T>::random({5, ch, 9, 37});
+      check_sub<T>(fmt::format("NHWC -> NCHW, {} channels", ch), nhwc,
+                   nhwc.dev.transpose({0, 3, 1, 2}), nchw, nchw.dev, {5, ch, 9, 37}, whole);
+      check_sub<T>(fmt::format("NCHW -> NHWC, {} channels", ch), nchw,
+                   nchw.dev.transpose({0, 2, 3, 1}), nhwc, nhwc.dev, {5, 9, 37, ch}, whole);
+      const auto mean = Base<T>::random({1, ch, 1, 1}), mean_last = Base<T>::random({ch});
+      check_sub<T>(fmt::format("NHWC -> NCHW minus a per-channel value, {} channels", ch), nhwc,
+                   nhwc.dev.transpose({0, 3, 1, 2}), mean, mean.dev.broadcast_to({5, ch, 9, 37}),
+                   {5, ch, 9, 37}, whole);
+      check_sub<T>(fmt::format("NCHW -> NHWC minus a per-channel value, {} channels", ch), nchw,
+                   nchw.dev.transpose({0, 2, 3, 1}), mean_last,
+                   mean_last.dev.broadcast_to({5, 9, 37, ch}), {5, 9, 37, ch}, whole);
+      const auto per_pixel = Base<T>::random({5, 1, 9, 37});
+      check_sub<T>(fmt::format("NHWC -> NCHW minus a per-pixel plane, {} channels", ch), nhwc,
+                   nhwc.dev.transpose({0, 3, 1, 2}), per_pixel,
+                   per_pixel.dev.broadcast_to({5, ch, 9, 37}), {5, ch, 9, 37}, whole);
+    }
+    for (const std::int64_t n : {1001, 1024}) {
+      const auto tall = Base<T>::random({n, 3}), wide = Base<T>::random({3, n}),
+                 other = Base<T>::random({3, n});
+      check_sub<T>(fmt::format("({}, 3).T - y", n), tall, tall.dev.T(), wide, wide.dev, {3, n},
+                   whole);
+      check_sub<T>(fmt::format("x - y into ({}, 3).T", n), wide, wide.dev, other, other.dev, {n, 3},
+                   [](const ndarray& o) { return o.T(); });
+    }
+    const auto batched = Base<T>::random({3, 4, 333, 4}), planes = Base<T>::random({3, 2, 4, 333});
+    check_sub<T>("NHWC -> NCHW over a stepped batch axis", batched,
+                 batched.dev(all, slice(0, std::nullopt, 2)).transpose({0, 1, 3, 2}), planes,
+                 planes.dev, {3, 2, 4, 333}, whole);
+    const auto img = Base<T>::random({4, 333, 3}), flat = Base<T>::random({4, 3, 333});
+    check_sub<T>("NCHW -> NHWC into an output one element in", flat, flat.dev.transpose({0, 2, 1}),
+                 img, img.dev, {4 * 333 * 3 + 1}, [](const ndarray& o) {
+                   return o(slice(1, std::nullopt)).reshape({4, 333, 3});
+                 });
+  }
   SECTION("two inputs permuted differently (packed boxes)") {
     // x contiguous along axis 2, y along axis 0, z along the last: boxes of (a chunk of axis 0,
     // axis 2, axis 3), each input read in its own order (boxes of 4 to 64 of axis 0's 40 rows
@@ -504,6 +546,15 @@ TEST_CASE("the flat index i stays in C order of the loop on permuted and broadca
   const auto pb = Base<float>::poisoned(pt.shape());
   check_case<float>("permuted differently", {{&p, pt}, {&q, qt}}, pb, pb.dev, op2,
                     [&] { k2(pt, qt, pb.dev); });
+  // A short axis beside a long one (interleaved): into channels-first, and into channels-last.
+  const auto nhwc = Base<float>::random({3, 9, 37, 3});
+  const ndarray nchw = nhwc.dev.transpose({0, 3, 1, 2});
+  const auto ib = Base<float>::poisoned(nchw.shape());
+  check_case<float>("NHWC -> NCHW", {{&nhwc, nchw}}, ib, ib.dev, op, [&] { k(nchw, ib.dev); });
+  const auto planes = Base<float>::random({3, 3, 9, 37});
+  const ndarray last = planes.dev.transpose({0, 2, 3, 1});
+  const auto lb = Base<float>::poisoned(last.shape());
+  check_case<float>("NCHW -> NHWC", {{&planes, last}}, lb, lb.dev, op, [&] { k(last, lb.dev); });
   const auto col = Base<float>::random({300, 1});
   const auto ob = Base<float>::poisoned({300, 64});
   check_case<float>("broadcast column", {{&col, col.dev}}, ob, ob.dev, op,
@@ -544,7 +595,8 @@ TEST_CASE("in place on a permuted view, with a broadcast operand", "[ops][gpu]")
                     });
 }
 
-TEST_CASE("broadcast, tiled and packed loops past 2^31 elements index with 64 bits", "[ops][gpu]") {
+TEST_CASE("broadcast, tiled, packed and interleaved loops past 2^31 elements index with 64 bits",
+          "[ops][gpu]") {
   ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub_big");
   // An outer difference of 65539 x 32771 int8 (2.1e9 elements): row tiles (an odd last axis
   // holds no vectors).
@@ -588,6 +640,31 @@ TEST_CASE("broadcast, tiled and packed loops past 2^31 elements index with 64 bi
             bad += got[at] != std::int8_t(std::int8_t((xi >> 20) ^ (xi * 7)) -
                                           std::int8_t((yi >> 17) ^ (yi * 3)));
           }
+    CHECK(bad == 0);
+  }
+  // NHWC -> NCHW of two int8 images of 268435459 pixels by 4 channels, 2^31 + 24 elements:
+  // the interleaved loop with 64-bit indices, and three pixels a channel past the last group.
+  {
+    const std::int64_t nb = 2, nl = 268435459, nc = 4;
+    ElementwiseKernel gen_x("", "int8 z", "z = (signed char)((i >> 20) ^ (i * 7))",
+                            "layouts_gen_big");
+    ElementwiseKernel gen_y("", "int8 z", "z = (signed char)((i >> 17) ^ (i * 3))",
+                            "layouts_gen_big_y");
+    ndarray x(Shape{nb, nl, nc}, int8), y(Shape{nb, nc, nl}, int8);
+    gen_x(x);
+    gen_y(y);
+    ndarray z(Shape{nb, nc, nl}, int8);
+    z.fill(std::int8_t(0x5A));
+    k(x.transpose({0, 2, 1}), y, z);
+    const auto got = z.get<std::int8_t>();
+    std::size_t bad = 0, at = 0;
+    for (std::int64_t b = 0; b < nb; ++b)
+      for (std::int64_t c = 0; c < nc; ++c)
+        for (std::int64_t l = 0; l < nl; ++l, ++at) {
+          const std::int64_t xi = (b * nl + l) * nc + c;  // x[b, l, c]
+          bad += got[std::size_t(at)] != std::int8_t(std::int8_t((xi >> 20) ^ (xi * 7)) -
+                                                     std::int8_t((at >> 17) ^ (at * 3)));
+        }
     CHECK(bad == 0);
   }
   // A transposed operand over 2^31 + 65 x 65535... elements: the tiled loop.

@@ -31,6 +31,11 @@
 //   s.layout = Layout::packed; s.ndim = 4;         // x, y permuted differently
 //   s.params[0].staged = s.params[1].staged = 1;   // both through the shared box
 //
+//   // z(N, 3, H, W) = x(N, H, W, 3).transpose(0, 3, 1, 2) - y, float32 (NHWC -> NCHW):
+//   s.layout = Layout::interleaved; s.ndim = 3;    // axes (N, 3, H * W)
+//   s.unroll = 3; s.vector_width = 4;              // a thread: 4 pixels, all 3 channels
+//                                                  // (x one run of 12 floats, y and z 3 lines)
+//
 //   s.layout = Layout::strided; s.ndim = 2;        // z = x[:, None] + y[None, :] (an outer sum)
 //   s.vector_width = 8;                            // float16: y and z by 16 bytes, x once
 //   s.unroll = default_unroll(s.layout, 8);
@@ -86,6 +91,16 @@ enum class Layout : std::uint8_t {
   // runs along lines where no tile could: two inputs permuted differently, contiguous along
   // two different axes besides C. One element per access.
   packed,
+  // `ndim` >= 2 planned dims (batch..., S, L) whose short axis S (2 to 8 elements: `unroll`,
+  // part of the kernel) sits beside a long one L: images between channels-last and
+  // channels-first (NHWC -> NCHW: S the 3 or 4 channels), tall narrow matrices transposed
+  // ((n, 3).T). Each operand is either a line (unit steps along L) or interleaved (unit steps
+  // along S, S elements along L: its S x vector_width block is one contiguous run), which the
+  // kernel reads from its strides. A thread takes one group of `vector_width` elements along L
+  // for every S: S vectors per operand, lines from S places, interleaved ones from one run,
+  // transposed in registers (the element indices are constants once S is). No shared memory,
+  // no synchronisation.
+  interleaved,
 };
 
 struct OperandSpec {
@@ -119,10 +134,12 @@ inline std::size_t widest_array_item(std::span<const OperandSpec> params) {
 
 struct ElementwiseSpec {
   Layout layout = Layout::contiguous;
-  std::uint8_t ndim = 1;  // strided: planned dims (>= 1); tiled: >= 2; packed: >= 3; contiguous: 1
+  std::uint8_t ndim = 1;  // strided: planned dims (>= 1); tiled, interleaved: >= 2; packed: >= 3;
+                          // contiguous: 1
   std::uint8_t index_bits = 32;   // 32 or 64
   std::uint8_t vector_width = 1;  // contiguous, strided: elements per vector (16 bytes / widest)
-  std::uint8_t unroll = 2;        // vectors per thread per loop iteration (default_unroll)
+  std::uint8_t unroll = 2;        // vectors per thread per loop iteration (default_unroll);
+                                  // interleaved: the short axis' extent S (a thread's S vectors)
   std::uint8_t nparams = 0;
   // tiled: log2 of the elements one global access moves, along the cols for direct operands
   // and along the rows for staged ones (0: one element; 1: pairs; up to max_tiled_unit: 8
@@ -164,6 +181,8 @@ struct ElementwiseSpec {
   /// tiled: the cols (rows) run over two planned axes (two_axis_sides).
   bool cols_span_two() const { return layout == Layout::tiled && (two_axis_sides & 1) != 0; }
   bool rows_span_two() const { return layout == Layout::tiled && (two_axis_sides & 2) != 0; }
+  /// interleaved: the short axis' extent S.
+  int interleave() const { return layout == Layout::interleaved ? unroll : 0; }
   int unit_rows() const { return 1 << log2_unit_rows; }
   /// Bytes of the widest array parameter's dtype (1 with none): what a vector or a tiled
   /// unit must hold a whole number of.
@@ -179,6 +198,13 @@ struct ElementwiseSpec {
     return offsetof(ElementwiseSpec, params) + sizeof(OperandSpec) * nparams;
   }
 };
+/// interleaved: the short axis' extents a kernel takes, 2..kMaxInterleave. A thread holds S
+/// vectors of every operand in registers: at 8, 32 registers an operand of 16-byte vectors.
+inline constexpr int kMaxInterleave = 8;
+/// interleaved: the most elements a thread takes of each operand (S x vector_width), each a
+/// copy of the operation in the kernel: compile time and registers.
+inline constexpr int kMaxInterleavedGroup = 64;
+
 /// The unroll a planner gives a layout and vector width (ahead-of-time specs use the same):
 /// strided and gathered loops with short vectors take more of them per thread, to keep enough
 /// loads in flight.
@@ -210,6 +236,7 @@ inline bool contiguous_vector_loop(const ElementwiseSpec& s) {
 /// (21, 803, 384, 10) from two such inputs: 54 registers and 0.62 of the copy rate with 2, 0.67
 /// with 1, H100).
 inline std::uint8_t planned_unroll(const ElementwiseSpec& s, int nin) {
+  if (s.layout == Layout::interleaved) return s.unroll;  // the short extent, not a choice
   // Short contiguous vectors take four a thread, to keep loads in flight as strided loops do.
   if (short_contiguous_vectors(s)) return 4;
   bool per_row = s.layout == Layout::gathered;

@@ -118,11 +118,24 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
                                 def.nin, n, arg_dtypes.size()));
   if (layout.layout != Layout::contiguous && layout.layout != Layout::strided &&
       layout.layout != Layout::tiled && layout.layout != Layout::gathered &&
-      layout.layout != Layout::packed)
+      layout.layout != Layout::packed && layout.layout != Layout::interleaved)
     throw ValueError(fmt::format(
-        "kernel '{}': layout must be contiguous, strided, tiled, gathered or packed", def.name));
+        "kernel '{}': layout must be contiguous, strided, tiled, gathered, packed or interleaved",
+        def.name));
   const bool packed = layout.layout == Layout::packed;
   const bool tiled = layout.layout == Layout::tiled;
+  const bool interleaved = layout.layout == Layout::interleaved;
+  if (interleaved ? layout.interleave < 2 || layout.interleave > codegen::kMaxInterleave
+                  : layout.interleave != 0)
+    throw ValueError(fmt::format(
+        "kernel '{}': layout interleave {} is not possible here: for interleaved kernels the "
+        "short axis' extent, 2..{}; 0 for every other layout",
+        def.name, layout.interleave, codegen::kMaxInterleave));
+  if (interleaved && layout.ndim < 2)
+    throw ValueError(fmt::format(
+        "kernel '{}': layout ndim {} is not possible here: interleaved kernels take 2 or more "
+        "(batch axes, then S and L)",
+        def.name, layout.ndim));
   const bool strided = layout.layout != Layout::contiguous;
   if (tiled && layout.ndim < 2)
     throw ValueError(fmt::format(
@@ -237,6 +250,11 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
         def.name, w,
         tiled || packed ? std::string("tiled and packed kernels take 1")
                         : fmt::format("allowed {} for these dtypes", allowed_widths(max_width))));
+  if (interleaved && layout.interleave * w > codegen::kMaxInterleavedGroup)
+    throw ValueError(fmt::format(
+        "kernel '{}': layout vector_width {} is not possible here: an interleaved kernel's "
+        "interleave x vector_width is at most {} (here {})",
+        def.name, w, codegen::kMaxInterleavedGroup, layout.interleave * w));
   spec.vector_width = std::uint8_t(w);
   spec.unroll = codegen::default_unroll(spec.layout, w);
   const bool any_staged = layout.staged != 0;
@@ -295,6 +313,7 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     spec.log2_unit_rows = 1;
   }
   spec.two_axis_sides = std::uint8_t(layout.two_axis_sides);
+  if (interleaved) spec.unroll = std::uint8_t(layout.interleave);
   spec.unroll = codegen::planned_unroll(spec, def.nin);
   return spec;
 }
@@ -380,6 +399,17 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                        .unit_rows = ur,
                                        .two_axis_sides = sides}));
           }
+    // Interleaved loops: every short extent with every width it allows (each operand's way
+    // is read from its strides, so no pattern multiplies them).
+    for (int nd = 2; nd <= t.max_ndim; ++nd)
+      for (int S = 2; S <= codegen::kMaxInterleave; ++S)
+        for (int w = 1; w <= max_width && S * w <= codegen::kMaxInterleavedGroup; w *= 2)
+          out.push_back(spec_of({.layout = Layout::interleaved,
+                                 .ndim = nd,
+                                 .index_bits = bits,
+                                 .vector_width = w,
+                                 .raw_ndim = t.raw_ndim,
+                                 .interleave = S}));
     // Packed boxes (two inputs permuted differently): every array input staged, where there
     // are two or more.
     std::uint64_t all_inputs = 0;

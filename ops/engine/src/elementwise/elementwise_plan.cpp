@@ -524,22 +524,77 @@ bool plan_gathered(const KernelCall& c, const Operands& ops, ElementwisePlan& pl
   return true;
 }
 
-// A contiguous loop of 1- to 4-byte dtypes whose vectors, cut down to what every operand's
-// alignment allows, move fewer than 8 bytes an access while its outputs take whole 16-byte
-// vectors (16-byte aligned: a gathered loop can take them): a window of an input from an odd
-// element (x[1:] - x[:-1]). Measured on an H100 (layout sweep, misaligned cases, fraction of
-// the copy rate), every operand one element an access -> gathered: float16, bfloat16 and int16
-// with one input one element in 0.60-0.63 -> 0.95-0.97, float32 0.89 -> 0.98-0.99. An output
-// off its vectors stays contiguous, four vectors a thread (codegen::planned_unroll).
-bool misaligned_contiguous(const KernelCall& c, const Operands& ops, const ElementwisePlan& plan) {
-  if (!codegen::short_contiguous_vectors(plan.spec)) return false;
-  for (int j = 0; j < plan.noperands; ++j) {
-    const int k = ops[std::size_t(j)];
-    if (plan.spec.kind(k) == OperandKind::array && c.def.params[std::size_t(k)].is_output &&
-        reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % 16 != 0)
-      return false;
+// Interleaved loops: the last two planned axes are a short one S (2 to kMaxInterleave
+// elements) and a long one L, and every array operand runs along L (a line, or an input
+// broadcast across S), is an input constant along L (a per-channel mean: one element a row),
+// or runs along S with S elements along L (interleaved: an image's channels in NHWC, a tall
+// narrow matrix's rows), so that the S x u elements a thread takes of it are one
+// contiguous run. u is the widest vector (16 bytes of the widest dtype down to one element)
+// that every operand's alignment allows (and S x u <= kMaxInterleavedGroup). The kernel reads
+// each operand's way from its strides, as here. Either axis may come last in the plan (the loop
+// follows the first output, which may be the interleaved one); the kernel takes S before L.
+// Measured on an H100 (layout sweep, bench/README.md, thirty-fifth round): int8 NHWC <-> NCHW
+// with 4 channels ran tiled at 0.40-0.43 of the copy rate (units of 4 bytes through shared
+// memory), (n, 3).T - y float32 gathered at 0.61 (x read once for each of its 3 columns).
+bool plan_interleaved(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
+  auto& spec = plan.spec;
+  const int nd = plan.shape.size();
+  const std::int64_t widest = widest_array(c, ops, plan);
+  if (nd < 2 || widest == 0 || widest > 16) return false;
+  for (const int sax : {nd - 2, nd - 1}) {
+    const int lax = sax == nd - 1 ? nd - 2 : nd - 1;
+    const std::int64_t S = plan.shape[sax], L = plan.shape[lax];
+    if (S < 2 || S > codegen::kMaxInterleave) continue;
+    // Each operand: 1 a run, 2 a line, 3 an input constant along L (a per-channel mean), 0
+    // none of these.
+    std::array<int, kMaxParams> role{};
+    bool runs = false, lines = false, fits = true;
+    for (int j = 0; j < plan.noperands && fits; ++j) {
+      const int k = ops[std::size_t(j)];
+      if (spec.kind(k) != OperandKind::array) continue;
+      const auto isz = std::int64_t(c.types[k].itemsize());
+      const Shape& st = plan.strides[std::size_t(j)];
+      const bool out = c.def.params[std::size_t(k)].is_output;
+      if (st[sax] == isz && st[lax] == S * isz) {
+        role[std::size_t(j)] = 1;
+        runs = true;
+      } else if (st[lax] == isz && (st[sax] != 0 || !out)) {
+        role[std::size_t(j)] = 2;
+        lines |= st[sax] != 0;
+      } else if (st[lax] == 0 && !out) {
+        role[std::size_t(j)] = 3;
+      } else {
+        fits = false;
+      }
+    }
+    // Some operand runs along each axis: a transposition. (A broadcast into short rows, an
+    // input across S beside runs only, stays gathered, as measured there.)
+    if (!fits || !runs || !lines) continue;
+    // The widest vector every operand's base, batch strides and (lines) row stride allow.
+    std::int64_t u = 16 / widest;
+    for (int j = 0; j < plan.noperands; ++j) {
+      if (role[std::size_t(j)] == 0 || role[std::size_t(j)] == 3) continue;  // 3: one element a row
+      const int k = ops[std::size_t(j)];
+      const auto isz = std::int64_t(c.types[k].itemsize());
+      const Shape& st = plan.strides[std::size_t(j)];
+      auto holds = [&](std::int64_t bytes) { return bytes % (u * isz) == 0; };
+      auto all_hold = [&] {
+        bool ok = holds(std::int64_t(reinterpret_cast<std::uintptr_t>(c.arrays[k]->data()) % 16));
+        for (int d = 0; d < nd - 2; ++d) ok = ok && holds(st[d]);
+        return ok && (role[std::size_t(j)] == 1 || holds(st[sax]));
+      };
+      while (u > 1 && !all_hold()) u /= 2;
+    }
+    while (S * u > codegen::kMaxInterleavedGroup) u /= 2;
+    if (L < 2 * u) continue;
+    if (sax == nd - 1) move_axis(plan, nd - 1, nd - 2);
+    spec.layout = Layout::interleaved;
+    spec.ndim = std::uint8_t(nd);
+    spec.vector_width = std::uint8_t(u);
+    spec.unroll = std::uint8_t(S);
+    return true;
   }
-  return true;
+  return false;
 }
 
 }  // namespace
@@ -598,10 +653,14 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
         std::uint8_t(codegen::choose_vector_width(std::span(vec.data(), std::size_t(nvec))));
     spec.index_bits = std::uint8_t(codegen::choose_index_bits(c.size, raw_span));
     spec.unroll = codegen::planned_unroll(spec, def.nin);
-    if (!misaligned_contiguous(c, ops, plan)) return;
-    // Some input sits at an offset no vector of 8 bytes or more divides (np.diff's x[1:]):
-    // the outputs keep their 16-byte vectors in a gathered loop and only such inputs go
-    // element by element, instead of every operand moving a few bytes an access.
+    if (!codegen::short_contiguous_vectors(spec)) return;
+    // Some operand sits at an offset no vector of 8 bytes or more divides (np.diff's x[1:]).
+    // Where the outputs are aligned for a gathered loop's vectors (plan_gathered checks), they
+    // keep them and only the misaligned inputs go element by element, instead of every operand
+    // moving a few bytes an access. Measured on an H100 (layout sweep, misaligned cases,
+    // fraction of the copy rate), one input one element in: float16, bfloat16 and int16
+    // 0.60-0.63 -> 0.95-0.97, float32 0.89 -> 0.98-0.99. An output off its vectors stays
+    // contiguous, four vectors a thread (codegen::planned_unroll).
     const codegen::ElementwiseSpec contiguous_spec = spec;
     plan.index_strides = c_strides(plan.shape, 1);
     spec.vector_width = 1;
@@ -617,7 +676,9 @@ void plan_elementwise(const KernelCall& c, const codegen::ElementwiseDefinition&
   spec.index_bits = strided_index_bits();
   // C order over the planned loop: the user's i when the axes kept their order (uses_index).
   plan.index_strides = c_strides(plan.shape, 1);
-  if (plan_packed(c, ops, plan)) {
+  if (plan_interleaved(c, ops, plan)) {
+    // a short axis beside a long one: nothing more to plan
+  } else if (plan_packed(c, ops, plan)) {
     // boxes: nothing more to plan
   } else if (plan_transposed(c, ops, plan, def.uses_index)) {
     plan.scattered = scattered_inputs(c, ops, plan);
@@ -659,7 +720,8 @@ void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelAr
   args.put_index(c.size);
   if (spec.layout == Layout::contiguous) return;
   // What the kernel unravels: vectors along a strided loop's last axis, elements of a
-  // gathered loop, tiles of a tiled loop's rows and cols, boxes of a packed loop's A.
+  // gathered loop, tiles of a tiled loop's rows and cols, boxes of a packed loop's A, groups
+  // of an interleaved loop's L.
   const int nd = spec.ndim;
   Shape divisors = plan.shape;
   if (spec.layout == Layout::packed) {
@@ -669,7 +731,9 @@ void pack_elementwise(const KernelCall& c, const ElementwisePlan& plan, KernelAr
     return;
   }
   if (spec.layout != Layout::tiled) {
-    if (spec.layout == Layout::strided) divisors[nd - 1] /= spec.vector_width;
+    // Strided: vectors along the last axis; interleaved: whole groups along L.
+    if (spec.layout == Layout::strided || spec.layout == Layout::interleaved)
+      divisors[nd - 1] /= spec.vector_width;
     args.put_loop_dims(plan.shape.data(), plan.index_strides.data(), divisors.data(), nd, 0);
     return;
   }

@@ -2,6 +2,9 @@
 // The elementwise-specific step of a call: from the bound arrays to an ElementwiseSpec and the
 // arguments its kernel takes. Layout classes, in the order they are tried:
 //   contiguous  every operand C-contiguous over the loop (after collapsing): vectors of 16 bytes
+//   interleaved a short axis S (2 to 8) beside a long one L, every operand along one of them
+//               (an image between NHWC and NCHW, (n, 3).T): a thread takes S vectors of each,
+//               an interleaved operand's as one contiguous run, transposed in registers
 //   packed      two inputs contiguous along two different axes, neither the output's last
 //               (permuted differently): boxes of the three axes, each staged input read into
 //               shared memory in its own order

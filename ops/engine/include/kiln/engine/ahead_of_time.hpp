@@ -34,7 +34,8 @@ namespace kiln {
 /// One layout of an elementwise kernel, spelled out (an advanced, exact choice).
 struct elementwise_layout {
   codegen::Layout layout = codegen::Layout::contiguous;
-  int ndim = 1;  // strided, gathered: planned dims, 1..32; tiled: 2..32 (batch axes, rows, cols)
+  int ndim = 1;  // strided, gathered: planned dims, 1..32; tiled: 2..32 (batch axes, rows, cols);
+                 // interleaved: 2..32 (batch axes, S, L)
   int index_bits = 32;   // 32 or 64
   int vector_width = 1;  // contiguous, strided: 1, 2, 4, ... up to 16 bytes / the widest array
                          // dtype; gathered: exactly that (arrays of at most 4 bytes)
@@ -70,6 +71,11 @@ struct elementwise_layout {
   /// each side that spans two takes an axis more: ndim >= 2 + the bits set. Calls plan it
   /// where a side's axis is short and the operands along it are contiguous across the pair.
   int two_axis_sides = 0;
+  /// interleaved: the short axis' extent S, 2..8 (axes: batch..., S, L; each array runs
+  /// along L or is interleaved along S, which the kernel reads from its strides).
+  /// vector_width is the elements a thread takes along L: a power of two up to 16 bytes of
+  /// the widest array dtype, and S x vector_width at most 64.
+  int interleave = 0;
 };
 
 /// What to prepare: argument dtypes (inputs, or inputs then outputs; placeholders resolve as
