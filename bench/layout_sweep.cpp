@@ -520,8 +520,8 @@ void conversion_cases(std::vector<Case>& out, std::uint64_t seed, double total) 
         "permutation", fmt::format("NHWC -> NCHW {} - mean (1, 3, 1, 1), {}", s.str(), t.name()), r,
         t, {transposed_view(s, {0, 3, 1, 2}), plain({1, 3, 1, 1})}, plain(s)));
   }
-  for (const auto& [t, k] :
-       std::vector<std::pair<dtype, std::int64_t>>{{float16, 21}, {float32, 21}, {float32, 3}}) {
+  for (const auto& [t, k] : std::vector<std::pair<dtype, std::int64_t>>{
+           {float16, 21}, {float32, 21}, {float32, 3}, {float32, 8}, {float16, 6}}) {
     const Shape s{k, std::int64_t(total) / k};
     out.push_back(elementwise("permutation", fmt::format("({}, {}).T - y, {}", s[1], k, t.name()),
                               r, t, {transposed_view(s, {1, 0}), plain(s)}, plain(s)));
