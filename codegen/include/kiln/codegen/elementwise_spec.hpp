@@ -98,8 +98,9 @@ enum class Layout : std::uint8_t {
   // along S, S elements along L: its S x vector_width block is one contiguous run), which the
   // kernel reads from its strides. A thread takes one group of `vector_width` elements along L
   // for every S: S vectors per operand, lines from S places, interleaved ones from one run,
-  // transposed in registers (the element indices are constants once S is). No shared memory,
-  // no synchronisation.
+  // transposed in registers (the element indices are constants once S is). An interleaved
+  // output's runs pass between a warp's lanes through shared memory (a warp barrier, no block
+  // barrier), so each store instruction writes consecutive vectors.
   interleaved,
 };
 

@@ -101,7 +101,8 @@ struct aot_target {
   /// gathered kernels of 1..max_ndim dims (contiguous outputs; dtypes of at most 4 bytes) and
   /// the tiled kernels of 2..max_ndim dims with nothing transposed (row tiles), one input
   /// transposed (each input in turn) and every input transposed, each one element per access
-  /// and (dtypes of at most 4 bytes) by pairs.
+  /// and (dtypes of at most 4 bytes) by pairs, the packed kernels of 3..max_ndim dims, and the
+  /// interleaved kernels of 2..max_ndim dims (every short extent 2..8, every vector width).
   int max_ndim = 4;
   /// Also the 64-bit index variants (arrays whose elements or bytes pass 2^31).
   bool index64 = true;

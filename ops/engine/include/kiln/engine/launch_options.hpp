@@ -17,7 +17,9 @@ struct launch_options {
   /// -1: decided by the arguments.
   std::int64_t size = -1;
   /// Threads per block, 1..1024 (and at most what the compiled kernel allows); 0: kiln's
-  /// choice (256).
+  /// choice (256). Elementwise loops kiln runs in tiles, boxes or interleaved groups (transposed
+  /// or permuted operands, a short axis beside a long one) take 256 whatever this says: their
+  /// shared memory is sized for that block.
   int block_size = 0;
   /// Stream to run on; nullptr: the current stream of the current device. Outputs kiln
   /// allocates are allocated on it too.
