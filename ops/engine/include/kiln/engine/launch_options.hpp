@@ -17,9 +17,10 @@ struct launch_options {
   /// -1: decided by the arguments.
   std::int64_t size = -1;
   /// Threads per block, 1..1024 (and at most what the compiled kernel allows); 0: kiln's
-  /// choice (256). Elementwise loops kiln runs in tiles, boxes or interleaved groups (transposed
-  /// or permuted operands, a short axis beside a long one) take 256 whatever this says: their
-  /// shared memory is sized for that block.
+  /// choice (256). Elementwise loops in tiles or boxes (transposed or permuted operands) need
+  /// 256, their shared memory sized for it: another size plans the loop without them (strided
+  /// or gathered). Interleaved groups (a short axis beside a long one) take 256 whatever this
+  /// says.
   int block_size = 0;
   /// Stream to run on; nullptr: the current stream of the current device. Outputs kiln
   /// allocates are allocated on it too.
