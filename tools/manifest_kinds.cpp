@@ -139,9 +139,9 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
   if (const json* l = f.take("layout")) {
     if (!l->is_object())
       Fields::bad("layout", "an object such as {\"layout\": \"strided\", \"ndim\": 2}");
-    Fields lf(*l,
-              {"layout", "ndim", "index_bits", "vector_width", "raw_ndim", "staged", "row_constant",
-               "as_output", "unit_cols", "unit_rows", "long_rows", "two_axis_sides", "interleave"});
+    Fields lf(*l, {"layout", "ndim", "index_bits", "vector_width", "raw_ndim", "staged",
+                   "row_constant", "as_output", "unit_cols", "unit_rows", "long_rows",
+                   "two_axis_sides", "runs", "interleave"});
     elementwise_layout exact;
     const std::string kind = lf.str("layout", false, "contiguous");
     if (kind != "contiguous" && kind != "strided" && kind != "tiled" && kind != "gathered" &&
@@ -167,6 +167,7 @@ std::vector<PrecompileJob> expand_elementwise(const Manifest&, const ManifestEnt
     exact.unit_cols = lf.integer("unit_cols", 1, 1, 16);  // make_spec checks the dtypes
     exact.unit_rows = lf.integer("unit_rows", 1, 1, 8);
     exact.two_axis_sides = lf.integer("two_axis_sides", 0, 0, 3);
+    exact.runs = lf.boolean("runs", false);
     exact.interleave = lf.integer("interleave", 0, 0, codegen::kMaxInterleave);
     lf.finish();
     base.only = exact;
@@ -349,6 +350,7 @@ std::string describe(const codegen::ElementwiseSpec& s) {
     if (s.log2_unit_rows) v += " rows by " + std::to_string(s.unit_rows());
     if (s.cols_span_two()) v += " cols over two axes";
     if (s.rows_span_two()) v += " rows over two axes";
+    if (s.tiled_runs()) v += " as runs";
   }
   const std::string uniforms =
       params_where([&](int k) { return s.kind(k) == codegen::OperandKind::uniform; });

@@ -940,6 +940,13 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   w.line("  const int kiln_lc = int(kiln_shape.kiln_t), kiln_lr = {} - kiln_lc;", log2_tile);
   w.line("  const int kiln_pitch = (1 << kiln_lr) + 1;");
   w.line("  const int kiln_th = int(threadIdx.x);");
+  const bool runs = s.tiled_runs();
+  if (runs) {
+    // Element q of a run is col q / rows, row q % rows of the tile: shared index q + col x
+    // (pitch - rows), col from a float reciprocal (exact for q < 2^12 and rows <= 256).
+    w.line("  const float kiln_frinv = 1.0f / float(kiln_rows);");
+    w.line("  const int kiln_fgap = kiln_pitch - int(kiln_rows);");
+  }
   // Direct: cols kiln_dc (+ ud), rows kiln_dr + k kiln_dk; staged: rows kiln_sr (+ us), cols
   // kiln_sc + k kiln_sk.
   w.line("  const int kiln_ld = kiln_lc - {}, kiln_ls = kiln_lr - {};", s.log2_unit_cols,
@@ -1042,7 +1049,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
         "done");
   for (const auto& o : all) w.line("    {} kiln_r_{}[{}][{}];", ctype(s, o.k), o.p->name, kd, ud);
   // Staged loads: a unit down the rows, then each element to its place in the shared tile.
-  if (staged_in) {
+  auto staged_loads = [&] {
     w.line("#pragma unroll");
     w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", ks);
     w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
@@ -1063,20 +1070,89 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
         w.line("        }}");
       }
     w.line("      }}");
-  }
+  };
+  // Runs: a tile's staged operands (every row, `kiln_fn` elements each) as whole 16-byte
+  // vectors where each run is aligned for them (`flag`), else element by element.
+  auto run_condition = [&](bool outputs, std::string_view flag) {
+    // Every row in the tile (the planner's rule; checked so no launch can overrun it).
+    w.line("    bool {} = kiln_rows <= (kiln_idx(1) << kiln_lr);", flag);
+    for (const auto& o : all)
+      if (s.staged(o.k) && (outputs ? o.p->is_output : o.load)) {
+        const int v = int(16 / s.param_dtype(o.k).itemsize());
+        w.line(
+            "    {0} = {0} && kiln_fn % {1} == 0 && (reinterpret_cast<unsigned long "
+            "long>(kiln_b_{2} "
+            "+ kiln_c0 * kiln_p_{2}.kiln_s[{3}]) & 15) == 0;",
+            flag, v, o.p->name, cax);
+      }
+  };
+  auto run_access = [&](const LoopOperand& o, bool store) {
+    const auto t = ctype(s, o.k);
+    const int v = int(16 / s.param_dtype(o.k).itemsize());
+    const int nv = std::max(1, per_thread / v);
+    const auto& n = o.p->name;
+    w.line("      {{");
+    w.line(
+        "        {0}* const kiln_f = reinterpret_cast<{0}*>(kiln_b_{1} + kiln_c0 * "
+        "kiln_p_{1}.kiln_s[{2}]);",
+        t, n, cax);
+    w.line("#pragma unroll");
+    w.line("        for (int kiln_v = 0; kiln_v < {}; ++kiln_v) {{", nv);
+    w.line("          const int kiln_q0 = (kiln_th + kiln_v * {}) * {};", kTiledThreads, v);
+    w.line("          if (kiln_q0 < kiln_fn) {{");
+    w.line("            {} kiln_u[{}];", t, v);
+    if (!store) w.line("            kiln_load<{}>(kiln_u, kiln_f + kiln_q0);", v);
+    w.line("#pragma unroll");
+    w.line("            for (int kiln_j = 0; kiln_j < {}; ++kiln_j) {{", v);
+    w.line("              const int kiln_q = kiln_q0 + kiln_j;");
+    w.line(
+        "              const int kiln_at = kiln_q + int((float(kiln_q) + 0.5f) * kiln_frinv) * "
+        "kiln_fgap;");
+    if (store)
+      w.line("              kiln_u[kiln_j] = kiln_t_{}[kiln_at];", n);
+    else
+      w.line("              kiln_t_{}[kiln_at] = kiln_u[kiln_j];", n);
+    w.line("            }}");
+    if (store) w.line("            kiln_store<{}>(kiln_f + kiln_q0, kiln_u);", v);
+    w.line("          }}");
+    w.line("        }}");
+    w.line("      }}");
+  };
+  if (runs)
+    w.line(
+        "    const int kiln_fn = int(min(kiln_idx(1) << kiln_lc, kiln_cols - kiln_c0) * "
+        "kiln_rows);");
   // Direct loads, all issued before any store (an output may be an input).
-  w.line("#pragma unroll");
-  w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", kd);
-  w.line("      if (kiln_dok && kiln_drow + kiln_k * kiln_dk < kiln_rows) {{");
-  if (rc) line_offset("        ", "r", "kiln_drow + kiln_k * kiln_dk", r2);
-  for (const auto& o : all)
-    if (!s.staged(o.k) && o.load) {
-      const auto& n = o.p->name;
-      emit_unit_access(w, s, o, false, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
-                       direct_ptr(n), unit_flag(o, ud),
-                       fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
+  auto direct_loads = [&] {
+    w.line("#pragma unroll");
+    w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", kd);
+    w.line("      if (kiln_dok && kiln_drow + kiln_k * kiln_dk < kiln_rows) {{");
+    if (rc) line_offset("        ", "r", "kiln_drow + kiln_k * kiln_dk", r2);
+    for (const auto& o : all)
+      if (!s.staged(o.k) && o.load) {
+        const auto& n = o.p->name;
+        emit_unit_access(w, s, o, false, ud, "        ", fmt::format("kiln_r_{}[kiln_k]", n),
+                         direct_ptr(n), unit_flag(o, ud),
+                         fmt::format("kiln_p_{}.kiln_s[{}]", n, cax));
+      }
+    w.line("      }}");
+  };
+  if (runs) {
+    // The direct loads first: they do not wait on the branch.
+    direct_loads();
+    if (staged_in) {
+      run_condition(false, "kiln_fin");
+      w.line("    if (kiln_fin) {{");
+      for (const auto& o : all)
+        if (s.staged(o.k) && o.load) run_access(o, false);
+      w.line("    }} else {{");
+      staged_loads();
+      w.line("    }}");
     }
-  w.line("      }}");
+  } else {
+    if (staged_in) staged_loads();
+    direct_loads();
+  }
   if (staged_in) w.line("    __syncthreads();");
   w.line("#pragma unroll");
   w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k) {{", kd);
@@ -1117,6 +1193,13 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
   if (staged_out) {
     // Staged stores: a unit gathered from the shared tile, down the rows again.
     w.line("    __syncthreads();");
+    if (runs) {
+      run_condition(true, "kiln_fout");
+      w.line("    if (kiln_fout) {{");
+      for (const auto& o : all)
+        if (s.staged(o.k) && o.p->is_output) run_access(o, true);
+      w.line("    }} else {{");
+    }
     w.line("#pragma unroll");
     w.line("    for (int kiln_k = 0; kiln_k < {}; ++kiln_k)", ks);
     w.line("      if (kiln_sok && kiln_scol + kiln_k * kiln_sk < kiln_cols) {{");
@@ -1137,6 +1220,7 @@ void emit_tiled(SourceWriter& w, const ElementwiseDefinition& def, const Element
         w.line("        }}");
       }
     w.line("      }}");
+    if (runs) w.line("    }}");
   }
   w.line("  }}");
 }

@@ -250,6 +250,44 @@ TEST_CASE(
       CHECK_THAT(acc.source(p), Catch::Contains(fmt::format("kiln_store<{}>(", u)));
       check_compiles(acc, p);
     }
+    // Runs (a tile holding every row moves each staged tile as one run of memory): loads (x;
+    // x and y beside a uniform, 64-bit indices, at 3 dims) and a staged output read before it
+    // is written, by one element and by units down the rows; dtypes of at most 8 bytes.
+    if (t.itemsize() <= 8) {
+      struct RunVariant {
+        int bits;
+        std::uint64_t staged;
+        bool y_uniform;
+        int ndim, unit;
+      };
+      const int run_unit = t.itemsize() <= 2 ? 4 : pair;
+      for (const RunVariant v :
+           {RunVariant{32, 0b00001, false, 2, 1}, RunVariant{64, 0b00011, false, 3, run_unit},
+            RunVariant{32, 0b00001, true, 2, run_unit}}) {
+        INFO(fmt::format("runs: {} bits staged {:b} ndim {} unit {}", v.bits, v.staged, v.ndim,
+                         v.unit));
+        auto spec = k.make_spec(types, {.layout = Layout::tiled,
+                                        .ndim = v.ndim,
+                                        .index_bits = v.bits,
+                                        .raw_ndim = 2,
+                                        .staged = v.staged,
+                                        .unit_rows = v.unit,
+                                        .runs = true});
+        if (v.y_uniform) spec.set_param(1, t, OperandKind::uniform);
+        spec.set_param(3, t, OperandKind::scalar);
+        const std::string src = k.source(spec);
+        CHECK_THAT(src, Catch::Contains(fmt::format("kiln_load<{}>(kiln_u, kiln_f + kiln_q0)",
+                                                    16 / t.itemsize())));
+        CHECK_THAT(src, Catch::Contains("if (kiln_fin) {"));
+        check_compiles(k, spec);
+      }
+      auto r = acc.make_spec(std::vector<dtype>{t, t},
+                             {.layout = Layout::tiled, .ndim = 2, .staged = 0b10, .runs = true});
+      CHECK_THAT(acc.source(r),
+                 Catch::Contains(
+                     fmt::format("kiln_store<{}>(kiln_f + kiln_q0, kiln_u)", 16 / t.itemsize())));
+      check_compiles(acc, r);
+    }
   }
   // The ABI is the strided one, over the planned dims.
   auto spec = k.make_spec(std::vector<dtype>{float32, float32, float32, float32},

@@ -176,6 +176,33 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
                     Catch::Contains("for tiled kernels with something staged"));
   CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 3, .two_axis_sides = 1}),
                     Catch::Contains("two_axis_sides 1 is not possible here"));
+  // Runs: tiled, something staged, one axis a side; each staged array moves as runs.
+  const auto runs =
+      k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .staged = 1, .runs = true});
+  CHECK((runs.staged_run(0) && runs.tiled_runs() && !runs.staged(2)));
+  CHECK(!k.make_spec(f32, {.layout = Layout::tiled, .ndim = 3, .staged = 1}).tiled_runs());
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2, .runs = true}),
+                    Catch::Contains("runs is for tiled kernels with something staged"));
+  CHECK_THROWS_WITH(k.make_spec(f32, {.layout = Layout::strided, .ndim = 2, .runs = true}),
+                    Catch::Contains("runs is for tiled kernels"));
+  CHECK_THROWS_WITH(
+      k.make_spec(
+          f32,
+          {.layout = Layout::tiled, .ndim = 3, .staged = 1, .two_axis_sides = 1, .runs = true}),
+      Catch::Contains("two_axis_sides 0"));
+  // Runs move units down the rows of under 16 bytes, of dtypes of at most 8 bytes.
+  const ElementwiseKernel h("T x, T y", "T z", "z = x + y", "make_spec_runs");
+  const std::vector<dtype> h16(3, float16), h128(3, complex128);
+  CHECK(h.make_spec(h16,
+                    {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_rows = 4, .runs = true})
+            .staged_run(0));
+  CHECK_THROWS_WITH(
+      h.make_spec(h16,
+                  {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_rows = 8, .runs = true}),
+      Catch::Contains("runs is not possible for staged parameter 'x'"));
+  CHECK_THROWS_WITH(
+      h.make_spec(h128, {.layout = Layout::tiled, .ndim = 2, .staged = 1, .runs = true}),
+      Catch::Contains("dtypes of at most 8 bytes"));
   // Nothing staged: row tiles (a broadcast or slice walked in tiles, every operand direct).
   const auto rows = k.make_spec(f32, {.layout = Layout::tiled, .ndim = 2});
   CHECK((rows.layout == Layout::tiled && !rows.staged(0) && !rows.staged(1) && !rows.staged(2)));
@@ -348,7 +375,8 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // the output, groups under a vector for rows of a vector or more too), and tiled ndim 2..3 with
   // nothing (row tiles: by one element and by pairs along the cols), x, y or both transposed (units
   // of cols and rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2; at ndim 3 each staged one also with its
-  // cols or its rows over two axes), each with 32- and 64-bit indices. Packed ndim 3 with both
+  // cols or its rows over two axes, and each staged one also as runs), each with 32- and 64-bit
+  // indices. Packed ndim 3 with both
   // inputs staged. Interleaved ndim 2..3, short extents 2..8, widths 1, 2 and 4.
   const int disjoint_pairs = 9;  // (read whole, constant): of {none, x, y, both}, sharing none
   // Per ndim from 2: one by one, nothing or x or y laid out as the output: 4 + 2 + 2 constant
@@ -357,7 +385,8 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // laid out as the output.
   const int by_one = 4 + 2 * 2, in_groups = disjoint_pairs + 2 * 3, long_rows_patterns = 3;
   const int gathered_per_width = 3 + 2 * (by_one + 2 * in_groups + 2 * long_rows_patterns);
-  const int tiled_per_bits = (2 + 3 * 4) + (2 + 3 * 4 * 3);  // ndim 2, ndim 3 (sides 0, 1, 2)
+  // ndim 2, ndim 3 (sides 0, 1, 2), each staged pattern and unit pair also as runs
+  const int tiled_per_bits = (2 + 3 * 4 + 3 * 4) + (2 + 3 * 4 * 3 + 3 * 4);
   const int interleaved_per_bits = 2 * 7 * 3;
   CHECK(specs.size() ==
         2 * (3 + 3 + gathered_per_width + tiled_per_bits + 1 + interleaved_per_bits));
@@ -395,8 +424,10 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   CHECK(as_output == 2 * (2 + 2 * (4 + 2 * 6 + 2 * 2)));
   CHECK(long_rows == 2 * 2 * 2 * long_rows_patterns);
   int contiguous4 = 0, strided3_64 = 0, strided2_w1 = 0, tiled_x = 0, tiled_both = 0, tiled3 = 0,
-      rows2 = 0, cols_two = 0, rows_two = 0;
+      rows2 = 0, cols_two = 0, rows_two = 0, runs = 0;
   for (const auto& s : specs) {
+    runs += s.tiled_runs();
+    if (s.tiled_runs()) CHECK((s.two_axis_sides == 0 && s.staged_run(0) == s.staged(0)));
     cols_two += s.cols_span_two();
     rows_two += s.rows_span_two();
     if (s.two_axis_sides != 0) CHECK((s.layout == codegen::Layout::tiled && s.ndim == 3));
@@ -413,9 +444,10 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   CHECK(contiguous4 == 2);
   CHECK(strided3_64 == 1);
   CHECK(strided2_w1 == 2);
-  CHECK(tiled_x == 2 * 4);
-  CHECK(tiled_both == 2 * 4);
-  CHECK(tiled3 == 2 * (2 + 3 * 4 * 3));
+  CHECK(tiled_x == 2 * 4 * 2);  // unit pairs, each also as runs
+  CHECK(tiled_both == 2 * 4 * 2);
+  CHECK(tiled3 == 2 * (2 + 3 * 4 * 3 + 3 * 4));
+  CHECK(runs == 2 * 2 * 3 * 4);  // ndim 2 and 3 x staged patterns x unit pairs
   CHECK(cols_two == 2 * 3 * 4);  // staged patterns x unit pairs, per index width
   CHECK(rows_two == 2 * 3 * 4);
   CHECK(rows2 == 2 * 2);
@@ -427,9 +459,10 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
       for (int k = 0; k < 3; ++k) any_staged |= s.staged(k);
       if (!any_staged) CHECK(s.unit_rows() == 1);  // rows take units only where staged
     }
-  CHECK(pairs == 2 * ((1 + 3 * 2) + (1 + 3 * 2 * 3)));
+  CHECK(pairs == 2 * ((1 + 3 * 2 * 2) + (1 + 3 * 2 * 3 + 3 * 2)));
   // float16 and int8 take every unit up to 8 elements per access, 1, 2, 4 and 8: each side
-  // alone (the other by ones) or both sides alike.
+  // alone (the other by ones) or both sides alike; each also as runs where the rows' unit
+  // moves under 16 bytes (float16 rows by 8 do not).
   const ElementwiseKernel gk("T x, T y", "T z", "z = x + y", "aot_units");
   auto tiled_units = [&](dtype t) {
     std::map<std::pair<int, int>, int> n;  // (cols unit, rows unit) -> staged tiled specs
@@ -447,11 +480,27 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
     return n;
   };
   using Units = std::map<std::pair<int, int>, int>;
-  CHECK(tiled_units(float32) == Units{{{1, 1}, 3}, {{1, 2}, 3}, {{2, 1}, 3}, {{2, 2}, 3}});
-  const Units eights{{{1, 1}, 3}, {{1, 2}, 3}, {{1, 4}, 3}, {{1, 8}, 3}, {{2, 1}, 3},
-                     {{2, 2}, 3}, {{4, 1}, 3}, {{4, 4}, 3}, {{8, 1}, 3}, {{8, 8}, 3}};
-  CHECK(tiled_units(float16) == eights);
-  CHECK(tiled_units(int8) == eights);
+  CHECK(tiled_units(float32) == Units{{{1, 1}, 6}, {{1, 2}, 6}, {{2, 1}, 6}, {{2, 2}, 6}});
+  CHECK(tiled_units(float16) == Units{{{1, 1}, 6},
+                                      {{1, 2}, 6},
+                                      {{1, 4}, 6},
+                                      {{1, 8}, 3},
+                                      {{2, 1}, 6},
+                                      {{2, 2}, 6},
+                                      {{4, 1}, 6},
+                                      {{4, 4}, 6},
+                                      {{8, 1}, 6},
+                                      {{8, 8}, 3}});
+  CHECK(tiled_units(int8) == Units{{{1, 1}, 6},
+                                   {{1, 2}, 6},
+                                   {{1, 4}, 6},
+                                   {{1, 8}, 6},
+                                   {{2, 1}, 6},
+                                   {{2, 2}, 6},
+                                   {{4, 1}, 6},
+                                   {{4, 4}, 6},
+                                   {{8, 1}, 6},
+                                   {{8, 8}, 6}});
   // The pairing itself: each side its own where the other moves one element, else the smaller.
   CHECK((codegen::tiled_units(8, 1).cols == 8 && codegen::tiled_units(8, 1).rows == 1));
   CHECK((codegen::tiled_units(1, 4).cols == 1 && codegen::tiled_units(1, 4).rows == 4));
@@ -1325,6 +1374,24 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     // each thread all 3 of a group of rows.
     const ndarray narrow = untouched({3, 100000}), nz = untouched({100000, 3});
     CHECK(plan_of(add, {narrow.T(), nz, nz}).layout == Layout::interleaved);
+    // 21 rows (past the interleaved loop's 8) fit one tile: x's tile is one run of memory.
+    const ndarray tall = untouched({100000, 21}), wide = untouched({21, 100000});
+    auto by_runs = plan_of(add, {tall.T(), wide, wide});
+    CHECK((by_runs.layout == Layout::tiled && by_runs.staged_run(0) && !by_runs.staged(1)));
+    // ... into a transposed output instead (the loop follows it: x and y are the runs), float64
+    // too; long rows or a stepped x take no runs.
+    auto out_runs = plan_of(add, {tall, tall, wide.T()});
+    CHECK((out_runs.layout == Layout::tiled && out_runs.staged_run(0) && out_runs.staged_run(1) &&
+           !out_runs.staged(2)));
+    const ndarray tall64 = untouched({100000, 21}, float64),
+                  wide64 = untouched({21, 100000}, float64);
+    CHECK(plan_of(add, {tall64.T(), wide64, wide64}).staged_run(0));
+    const ndarray square = untouched({2048, 2048});
+    auto long_rows = plan_of(add, {square.T(), square, square});
+    CHECK((long_rows.layout == Layout::tiled && long_rows.staged(0) && !long_rows.tiled_runs()));
+    const ndarray stepped = untouched({100000, 42});
+    auto no_run = plan_of(add, {stepped(all, slice(0, std::nullopt, 2)).T(), wide, wide});
+    CHECK((no_run.layout == Layout::tiled && no_run.staged(0) && !no_run.tiled_runs()));
   }
   SECTION("a permuted output orders the loop; the operation's index keeps it") {
     const ndarray x = untouched({512, 768}), y = untouched({512, 768}), z = untouched({768, 512});

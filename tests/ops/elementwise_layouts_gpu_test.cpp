@@ -500,6 +500,46 @@ void check_families() {
         [](const std::vector<Store<T>>& g, std::int64_t) { return host_sub<T>(g[0], g[1]); },
         [&] { minus_z(xin, out); });
   }
+  SECTION("tall narrow transposes (a tile one run of memory)") {
+    // Rows few enough for one tile to hold them all: a transposed operand's tile is then one
+    // run of memory, moved by 16-byte vectors where the run is aligned (runs): odd and even
+    // rows, lengths whose last tile leaves a partial vector, a view one element in (every run
+    // misaligned: element by element), a batch axis, and the output transposed instead.
+    for (const std::int64_t rows : {9, 21, 32})
+      for (const std::int64_t n : {1000, 1024}) {
+        const auto tall = Base<T>::random({n, rows}), wide = Base<T>::random({rows, n}),
+                   other = Base<T>::random({rows, n});
+        check_sub<T>(fmt::format("({}, {}).T - y", n, rows), tall, tall.dev.T(), wide, wide.dev,
+                     {rows, n}, whole);
+        check_sub<T>(fmt::format("x - y into ({}, {}).T", n, rows), wide, wide.dev, other,
+                     other.dev, {n, rows}, [](const ndarray& o) { return o.T(); });
+        const auto flat = Base<T>::random({n * rows + 1});
+        check_sub<T>(fmt::format("({}, {}).T one element in", n, rows), flat,
+                     flat.dev(slice(1, std::nullopt)).reshape({n, rows}).T(), wide, wide.dev,
+                     {rows, n}, whole);
+      }
+    // A second output transposed against the first: staged, stored as runs.
+    static const ElementwiseKernel two("T x, T y", "T z, T t", "z = x - y; t = x - y",
+                                       "layouts_two_outputs");
+    for (const std::int64_t n : {1000, 1024}) {
+      const auto xb = Base<T>::random({21, n}), yb = Base<T>::random({21, n});
+      const auto zb = Base<T>::poisoned({21, n}), tb = Base<T>::poisoned({n, 21});
+      const ndarray t_out = tb.dev.T();
+      auto op = [](const std::vector<Store<T>>& g, std::int64_t) {
+        return host_sub<T>(g[0], g[1]);
+      };
+      check_case<T>(fmt::format("two outputs over 21 x {}: t transposed", n),
+                    {{&xb, xb.dev}, {&yb, yb.dev}}, tb, t_out, op,
+                    [&] { two(xb.dev, yb.dev, zb.dev, t_out); });
+    }
+    const auto batched = Base<T>::random({3, 700, 21}), planes = Base<T>::random({3, 21, 700});
+    check_sub<T>("(3, 700, 21) transposed (0, 2, 1)", batched, batched.dev.transpose({0, 2, 1}),
+                 planes, planes.dev, {3, 21, 700}, whole);
+    check_sub<T>("into (3, 700, 21) transposed (0, 2, 1)", planes, planes.dev, planes, planes.dev,
+                 {3, 700, 21}, [](const ndarray& o) {
+                   return o.transpose({0, 2, 1});
+                 });
+  }
   SECTION("empty loops launch nothing") {
     const auto x = Base<T>::random({0, 5}), y = Base<T>::random({1, 5});
     static const ElementwiseKernel k("T x, T y", "T z", "z = x - y", "layouts_sub");

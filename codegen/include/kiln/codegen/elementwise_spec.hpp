@@ -28,6 +28,10 @@
 //   s.params[0].staged = OperandSpec::gathered_as_output;     // x by 16 bytes, as z
 //   s.params[1].staged = OperandSpec::gathered_row_constant;  // m once per row
 //
+//   // z(21, n) = x(n, 21).T - y, float32 (a tile holds all 21 rows: x's is one run):
+//   s.layout = Layout::tiled; s.ndim = 2;
+//   s.params[0].staged = OperandSpec::tiled_run;   // x by 16 bytes into the shared tile
+//
 //   s.layout = Layout::packed; s.ndim = 4;         // x, y permuted differently
 //   s.params[0].staged = s.params[1].staged = 1;   // both through the shared box
 //
@@ -121,6 +125,10 @@ struct OperandSpec {
   // and aligned like it, whatever the rows hold).
   static constexpr std::uint8_t gathered_by_element = 0, gathered_by_group = 1,
                                 gathered_row_constant = 2, gathered_as_output = 3;
+  // tiled: staged, and each tile of it is one contiguous run of memory (the tile holds every
+  // row; the operand steps one element down the rows and rows x itemsize across them), moved
+  // as 16-byte vectors where the tile's run is aligned for them
+  static constexpr std::uint8_t tiled_run = 2;
 };
 
 /// Bytes of the widest array operand's dtype among `params` (1 with none): what a vector or a
@@ -167,6 +175,16 @@ struct ElementwiseSpec {
   }
   OperandKind kind(int k) const { return params[std::size_t(k)].kind; }
   bool staged(int k) const { return params[std::size_t(k)].staged != 0; }
+  /// tiled: the staged operand's tile is one run of memory (OperandSpec::tiled_run).
+  bool staged_run(int k) const {
+    return layout == Layout::tiled && params[std::size_t(k)].staged == OperandSpec::tiled_run;
+  }
+  /// tiled: the staged operands move as runs (the planner marks all of them or none).
+  bool tiled_runs() const {
+    for (int k = 0; k < nparams; ++k)
+      if (staged_run(k)) return true;
+    return false;
+  }
   /// gathered: the input is constant along the rows (read once per row).
   bool row_constant(int k) const {
     return params[std::size_t(k)].staged == OperandSpec::gathered_row_constant;

@@ -55,6 +55,8 @@ TileUnits tiled_units(int largest_cols, int largest_rows);
 /// A tile's rows and cols (powers of two between K and 256, rows x cols = 256 K): square-ish,
 /// narrowed to a short axis, or (transposed tiles of 1- to 4-byte dtypes) where that still pads
 /// the loop by a tenth or more, the shape (sides of a 32-byte sector or more) that pads it least.
+/// A spec whose staged operands move as runs takes every row where the cols still cover 128
+/// bytes of the widest dtype (so each run is 128 bytes or more).
 struct TileShape {
   std::int64_t rows = 32, cols = 32;
   int log2_cols = 5;
@@ -63,6 +65,10 @@ struct TileShape {
   }
 };
 TileShape tile_shape(const ElementwiseSpec& spec, std::int64_t rows, std::int64_t cols);
+/// Whether staged operand k of a tiled spec may move as a run (OperandSpec::tiled_run): at
+/// most 8-byte elements whose units down the rows move under 16 bytes, the tile's sides one
+/// axis each. The planner also needs the run's strides and a tile that holds every row.
+bool tiled_run_operand(const ElementwiseSpec& spec, int k);
 /// A tiled kernel: 256 threads per tile, a 1-D grid of every tile (blocks loop past 2^31 - 1).
 /// Packed kernels take the same geometry, a box per tile.
 LaunchGeometry tiled_geometry(std::int64_t tiles);

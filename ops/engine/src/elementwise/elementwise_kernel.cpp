@@ -57,6 +57,15 @@ std::vector<std::uint64_t> input_patterns(const codegen::ElementwiseSpec& probe,
   return out;
 }
 
+// Whether the tiled spec `s` (staging `staged`) could take runs: each staged parameter's
+// dtype and units allow them (codegen::tiled_run_operand), read with both sides one axis.
+bool runs_allowed(codegen::ElementwiseSpec s, std::uint64_t staged) {
+  s.two_axis_sides = 0;
+  for (int k = 0; k < s.nparams; ++k)
+    if (((staged >> k) & 1) && !codegen::tiled_run_operand(s, k)) return false;
+  return true;
+}
+
 }  // namespace
 
 ElementwiseKernel::ElementwiseKernel(std::string_view in_params, std::string_view out_params,
@@ -313,6 +322,22 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
     spec.log2_unit_rows = 1;
   }
   spec.two_axis_sides = std::uint8_t(layout.two_axis_sides);
+  if (layout.runs) {
+    if (!tiled || layout.staged == 0 || layout.two_axis_sides != 0)
+      throw ValueError(
+          fmt::format("kernel '{}': layout runs is for tiled kernels with something staged and "
+                      "two_axis_sides 0",
+                      def.name));
+    for (std::size_t k = 0; k < n; ++k)
+      if (spec.staged(int(k))) {
+        if (!codegen::tiled_run_operand(spec, int(k)))
+          throw ValueError(fmt::format(
+              "kernel '{}': layout runs is not possible for staged parameter '{}': runs take "
+              "dtypes of at most 8 bytes whose unit_rows moves under 16 bytes",
+              def.name, def.params[k].name));
+        spec.params[k].staged = codegen::OperandSpec::tiled_run;
+      }
+  }
   if (interleaved) spec.unroll = std::uint8_t(layout.interleave);
   spec.unroll = codegen::planned_unroll(spec, def.nin);
   return spec;
@@ -398,6 +423,16 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                        .unit_cols = uc,
                                        .unit_rows = ur,
                                        .two_axis_sides = sides}));
+            // ... and as runs, where the staged dtypes allow them (one axis a side).
+            if (staged != 0 && runs_allowed(out.back(), staged))
+              out.push_back(spec_of({.layout = Layout::tiled,
+                                     .ndim = nd,
+                                     .index_bits = bits,
+                                     .raw_ndim = t.raw_ndim,
+                                     .staged = staged,
+                                     .unit_cols = uc,
+                                     .unit_rows = ur,
+                                     .runs = true}));
           }
     // Interleaved loops: every short extent with every width it allows (each operand's way
     // is read from its strides, so no pattern multiplies them).

@@ -11,7 +11,8 @@
 //   tiled       some operand's fastest axis is not the loop's last (a transposed or permuted
 //               view): tiles of (its fastest axis, the last axis) over any batch axes, staged
 //               through shared memory where an access would cross lines, a short side
-//               running on across a second axis where its operands do; an input
+//               running on across a second axis where its operands do, rows few enough
+//               for one tile moving each staged tile as one run of memory; an input
 //               contiguous along a third axis (where no box fits) is copied to C order first
 //               (Plan::scattered)
 //   strided     everything else (broadcasts, slices, negative steps, size-1 axes): items of

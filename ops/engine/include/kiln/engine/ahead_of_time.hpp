@@ -71,6 +71,12 @@ struct elementwise_layout {
   /// each side that spans two takes an axis more: ndim >= 2 + the bits set. Calls plan it
   /// where a side's axis is short and the operands along it are contiguous across the pair.
   int two_axis_sides = 0;
+  /// tiled, something staged, both sides one axis each: every staged parameter moves as runs
+  /// (a tile holds every row, and a staged array steps one element down the rows and rows x
+  /// itemsize across them, so each tile of it is one contiguous run of memory, moved by
+  /// 16-byte vectors where aligned). Staged dtypes of at most 8 bytes whose unit_rows moves
+  /// under 16 bytes. Calls plan it where the tile can hold every row ((n, 21).T).
+  bool runs = false;
   /// interleaved: the short axis' extent S, 2..8 (axes: batch..., S, L; each array runs
   /// along L or is interleaved along S, which the kernel reads from its strides).
   /// vector_width is the elements a thread takes along L: a power of two up to 16 bytes of
