@@ -506,7 +506,7 @@ void check_families() {
     // rows, lengths whose last tile leaves a partial vector, a view one element in (every run
     // misaligned: element by element), a batch axis, and the output transposed instead.
     for (const std::int64_t rows : {9, 21, 32})
-      for (const std::int64_t n : {1000, 1024}) {
+      for (const std::int64_t n : {1001, 1024}) {
         const auto tall = Base<T>::random({n, rows}), wide = Base<T>::random({rows, n}),
                    other = Base<T>::random({rows, n});
         check_sub<T>(fmt::format("({}, {}).T - y", n, rows), tall, tall.dev.T(), wide, wide.dev,
@@ -521,7 +521,7 @@ void check_families() {
     // A second output transposed against the first: staged, stored as runs.
     static const ElementwiseKernel two("T x, T y", "T z, T t", "z = x - y; t = x - y",
                                        "layouts_two_outputs");
-    for (const std::int64_t n : {1000, 1024}) {
+    for (const std::int64_t n : {1001, 1024}) {
       const auto xb = Base<T>::random({21, n}), yb = Base<T>::random({21, n});
       const auto zb = Base<T>::poisoned({21, n}), tb = Base<T>::poisoned({n, 21});
       const ndarray t_out = tb.dev.T();
