@@ -208,8 +208,10 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
 // instead of a unit down each short row. Planned only where every staged operand is such a
 // run (the kernel tests alignment per tile, and keeps the element path for the rest); other
 // tiled kernels keep their source, so the run code costs them nothing. Measured on an H100
-// (layout sweep, fraction of the copy rate, bench/README.md): float32 (n, 21).T - y 0.60 ->
-// 0.88, float16 0.62 -> 0.70, float16 (3159232, 21) into a transposed output 0.42 -> 0.56.
+// (layout sweep, fraction of the copy rate, bench/README.md, thirty-seventh round): float32
+// (n, 21).T - y 0.60 -> 0.89, float16 0.62 -> 0.68, float16 (3159232, 21) into a transposed
+// output 0.42 -> 0.56, float64 (1715328, 39) 0.76 -> 0.92; float16 (2395111, 28), whose element
+// path already moved rows by 4, lost 0.76 -> 0.70.
 void plan_runs(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
   auto& spec = plan.spec;
   const int nd = plan.shape.size();
