@@ -113,15 +113,16 @@ TileShape tile_shape(const ElementwiseSpec& s, std::int64_t rows, std::int64_t c
   // Runs: every row in one tile, so that each staged operand's tile is one run of memory.
   // Measured on an H100 (layout sweep, fraction of the copy rate, bench/README.md): float32
   // (n, 21).T - y 0.60 -> 0.88 (8 x 128 tiles by elements -> 32 x 32 by runs).
+  bool every_row = false;
   if (s.tiled_runs()) {
     const std::int64_t whole = std::clamp(pow2_at_least(rows), lo, hi);
-    if (whole >= rows && tile / whole >= std::max(lo, 128 / widest) && tile / whole <= hi) {
+    every_row = whole >= rows && tile / whole >= std::max(lo, 128 / widest) && tile / whole <= hi;
+    if (every_row) {
       t.rows = whole;
       t.cols = tile / whole;
-      staged = false;  // keeps this shape
     }
   }
-  if (staged && widest <= 4) {
+  if (staged && widest <= 4 && !every_row) {
     auto padded = [&](std::int64_t r, std::int64_t c) {
       return (rows + r - 1) / r * r * ((cols + c - 1) / c * c);
     };

@@ -57,10 +57,9 @@ std::vector<std::uint64_t> input_patterns(const codegen::ElementwiseSpec& probe,
   return out;
 }
 
-// Whether the tiled spec `s` (staging `staged`) could take runs: each staged parameter's
-// dtype and units allow them (codegen::tiled_run_operand), read with both sides one axis.
-bool runs_allowed(codegen::ElementwiseSpec s, std::uint64_t staged) {
-  s.two_axis_sides = 0;
+// Whether the tiled spec `s` (staging `staged`, both sides one axis) could take runs: each
+// staged parameter's dtype and units allow them (codegen::tiled_run_operand).
+bool runs_allowed(const codegen::ElementwiseSpec& s, std::uint64_t staged) {
   for (int k = 0; k < s.nparams; ++k)
     if (((staged >> k) & 1) && !codegen::tiled_run_operand(s, k)) return false;
   return true;
@@ -412,27 +411,27 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
           for (int ur = 1; ur <= (staged ? max_unit : 1); ur *= 2) {
             const auto units = codegen::tiled_units(uc, ur);
             if (units.cols != uc || units.rows != ur) continue;
-            // With something staged, each side may also span two axes (two_axis_sides).
-            for (int sides = 0; sides <= (staged ? 3 : 0); ++sides)
-              if (nd >= 2 + std::popcount(unsigned(sides)))
-                out.push_back(spec_of({.layout = Layout::tiled,
-                                       .ndim = nd,
-                                       .index_bits = bits,
-                                       .raw_ndim = t.raw_ndim,
-                                       .staged = staged,
-                                       .unit_cols = uc,
-                                       .unit_rows = ur,
-                                       .two_axis_sides = sides}));
-            // ... and as runs, where the staged dtypes allow them (one axis a side).
-            if (staged != 0 && runs_allowed(out.back(), staged))
-              out.push_back(spec_of({.layout = Layout::tiled,
+            elementwise_layout tiled{.layout = Layout::tiled,
                                      .ndim = nd,
                                      .index_bits = bits,
                                      .raw_ndim = t.raw_ndim,
                                      .staged = staged,
                                      .unit_cols = uc,
-                                     .unit_rows = ur,
-                                     .runs = true}));
+                                     .unit_rows = ur};
+            const auto one_axis_sides = spec_of(tiled);
+            out.push_back(one_axis_sides);
+            // With something staged, each side may also span two axes (two_axis_sides) ...
+            for (int sides = 1; sides <= (staged ? 3 : 0); ++sides)
+              if (nd >= 2 + std::popcount(unsigned(sides))) {
+                tiled.two_axis_sides = sides;
+                out.push_back(spec_of(tiled));
+              }
+            // ... or move as runs, where the staged dtypes allow them (one axis a side).
+            if (staged != 0 && runs_allowed(one_axis_sides, staged)) {
+              tiled.two_axis_sides = 0;
+              tiled.runs = true;
+              out.push_back(spec_of(tiled));
+            }
           }
     // Interleaved loops: every short extent with every width it allows (each operand's way
     // is read from its strides, so no pattern multiplies them).
