@@ -149,8 +149,11 @@ bool tiled_run_operand(const ElementwiseSpec& s, int k) {
   if (s.layout != Layout::tiled || !s.staged(k) || s.two_axis_sides != 0 ||
       s.kind(k) != OperandKind::array)
     return false;
-  const auto isz = int(s.param_dtype(k).itemsize());
-  return isz <= 8 && s.unit_rows() * isz < 16;
+  // A run places one element at a time in the tile; where the element path already moves
+  // several elements down the rows as one unit, it moves them in fewer shared-memory accesses
+  // than the run would (float16 rows by 4 lost to it on an H100, bench/README.md, thirty-seventh
+  // round), so runs take single elements only.
+  return s.param_dtype(k).itemsize() <= 8 && s.unit_rows() == 1;
 }
 
 LaunchGeometry tiled_geometry(std::int64_t tiles) {

@@ -252,7 +252,8 @@ TEST_CASE(
     }
     // Runs (a tile holding every row moves each staged tile as one run of memory): loads (x;
     // x and y beside a uniform, 64-bit indices, at 3 dims) and a staged output read before it
-    // is written, by one element and by units down the rows; dtypes of at most 8 bytes.
+    // is written, by one element down the rows (the direct side by one or by units along the
+    // cols); dtypes of at most 8 bytes.
     if (t.itemsize() <= 8) {
       struct RunVariant {
         int bits;
@@ -260,7 +261,7 @@ TEST_CASE(
         bool y_uniform;
         int ndim, unit;
       };
-      const int run_unit = t.itemsize() <= 2 ? 4 : pair;
+      const int run_unit = t.itemsize() <= 2 ? 4 : pair;  // along the cols
       for (const RunVariant v :
            {RunVariant{32, 0b00001, false, 2, 1}, RunVariant{64, 0b00011, false, 3, run_unit},
             RunVariant{32, 0b00001, true, 2, run_unit}}) {
@@ -271,7 +272,7 @@ TEST_CASE(
                                         .index_bits = v.bits,
                                         .raw_ndim = 2,
                                         .staged = v.staged,
-                                        .unit_rows = v.unit,
+                                        .unit_cols = v.unit,
                                         .runs = true});
         if (v.y_uniform) spec.set_param(1, t, OperandKind::uniform);
         spec.set_param(3, t, OperandKind::scalar);

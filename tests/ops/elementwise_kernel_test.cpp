@@ -190,16 +190,19 @@ TEST_CASE("make_spec checks every layout field and names the allowed values", "[
           f32,
           {.layout = Layout::tiled, .ndim = 3, .staged = 1, .two_axis_sides = 1, .runs = true}),
       Catch::Contains("two_axis_sides 0"));
-  // Runs move units down the rows of under 16 bytes, of dtypes of at most 8 bytes.
+  // Runs move single elements down the rows (unit_rows 1), of dtypes of at most 8 bytes.
   const ElementwiseKernel h("T x, T y", "T z", "z = x + y", "make_spec_runs");
   const std::vector<dtype> h16(3, float16), h128(3, complex128);
   CHECK(h.make_spec(h16,
-                    {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_rows = 4, .runs = true})
+                    {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_cols = 8, .runs = true})
             .staged_run(0));
-  CHECK_THROWS_WITH(
-      h.make_spec(h16,
-                  {.layout = Layout::tiled, .ndim = 2, .staged = 1, .unit_rows = 8, .runs = true}),
-      Catch::Contains("runs is not possible for staged parameter 'x'"));
+  for (int unit_rows : {2, 4, 8})
+    CHECK_THROWS_WITH(h.make_spec(h16, {.layout = Layout::tiled,
+                                        .ndim = 2,
+                                        .staged = 1,
+                                        .unit_rows = unit_rows,
+                                        .runs = true}),
+                      Catch::Contains("runs is not possible for staged parameter 'x'"));
   CHECK_THROWS_WITH(
       h.make_spec(h128, {.layout = Layout::tiled, .ndim = 2, .staged = 1, .runs = true}),
       Catch::Contains("dtypes of at most 8 bytes"));
@@ -375,7 +378,8 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // the output, groups under a vector for rows of a vector or more too), and tiled ndim 2..3 with
   // nothing (row tiles: by one element and by pairs along the cols), x, y or both transposed (units
   // of cols and rows: 1 and 1, 2 and 2, 2 and 1, 1 and 2; at ndim 3 each staged one also with its
-  // cols or its rows over two axes, and each staged one also as runs), each with 32- and 64-bit
+  // cols or its rows over two axes, and each staged one by ones down the rows also as runs),
+  // each with 32- and 64-bit
   // indices. Packed ndim 3 with both
   // inputs staged. Interleaved ndim 2..3, short extents 2..8, widths 1, 2 and 4.
   const int disjoint_pairs = 9;  // (read whole, constant): of {none, x, y, both}, sharing none
@@ -385,8 +389,9 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   // laid out as the output.
   const int by_one = 4 + 2 * 2, in_groups = disjoint_pairs + 2 * 3, long_rows_patterns = 3;
   const int gathered_per_width = 3 + 2 * (by_one + 2 * in_groups + 2 * long_rows_patterns);
-  // ndim 2, ndim 3 (sides 0, 1, 2), each staged pattern and unit pair also as runs
-  const int tiled_per_bits = (2 + 3 * 4 + 3 * 4) + (2 + 3 * 4 * 3 + 3 * 4);
+  // ndim 2, ndim 3 (sides 0, 1, 2), each staged pattern and unit pair with rows by one also
+  // as runs
+  const int tiled_per_bits = (2 + 3 * 4 + 3 * 2) + (2 + 3 * 4 * 3 + 3 * 2);
   const int interleaved_per_bits = 2 * 7 * 3;
   CHECK(specs.size() ==
         2 * (3 + 3 + gathered_per_width + tiled_per_bits + 1 + interleaved_per_bits));
@@ -444,10 +449,10 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
   CHECK(contiguous4 == 2);
   CHECK(strided3_64 == 1);
   CHECK(strided2_w1 == 2);
-  CHECK(tiled_x == 2 * 4 * 2);  // unit pairs, each also as runs
-  CHECK(tiled_both == 2 * 4 * 2);
-  CHECK(tiled3 == 2 * (2 + 3 * 4 * 3 + 3 * 4));
-  CHECK(runs == 2 * 2 * 3 * 4);  // ndim 2 and 3 x staged patterns x unit pairs
+  CHECK(tiled_x == 2 * (4 + 2));  // unit pairs, the two with rows by one also as runs
+  CHECK(tiled_both == 2 * (4 + 2));
+  CHECK(tiled3 == 2 * (2 + 3 * 4 * 3 + 3 * 2));
+  CHECK(runs == 2 * 2 * 3 * 2);  // ndim 2 and 3 x staged patterns x unit pairs with rows by one
   CHECK(cols_two == 2 * 3 * 4);  // staged patterns x unit pairs, per index width
   CHECK(rows_two == 2 * 3 * 4);
   CHECK(rows2 == 2 * 2);
@@ -459,10 +464,9 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
       for (int k = 0; k < 3; ++k) any_staged |= s.staged(k);
       if (!any_staged) CHECK(s.unit_rows() == 1);  // rows take units only where staged
     }
-  CHECK(pairs == 2 * ((1 + 3 * 2 * 2) + (1 + 3 * 2 * 3 + 3 * 2)));
+  CHECK(pairs == 2 * ((1 + 3 * (2 + 1)) + (1 + 3 * 2 * 3 + 3 * 1)));
   // float16 and int8 take every unit up to 8 elements per access, 1, 2, 4 and 8: each side
-  // alone (the other by ones) or both sides alike; each also as runs where the rows' unit
-  // moves under 16 bytes (float16 rows by 8 do not).
+  // alone (the other by ones) or both sides alike; those with rows by one also as runs.
   const ElementwiseKernel gk("T x, T y", "T z", "z = x + y", "aot_units");
   auto tiled_units = [&](dtype t) {
     std::map<std::pair<int, int>, int> n;  // (cols unit, rows unit) -> staged tiled specs
@@ -480,27 +484,12 @@ TEST_CASE("ahead of time, a definition and dtypes give every layout a call can a
     return n;
   };
   using Units = std::map<std::pair<int, int>, int>;
-  CHECK(tiled_units(float32) == Units{{{1, 1}, 6}, {{1, 2}, 6}, {{2, 1}, 6}, {{2, 2}, 6}});
-  CHECK(tiled_units(float16) == Units{{{1, 1}, 6},
-                                      {{1, 2}, 6},
-                                      {{1, 4}, 6},
-                                      {{1, 8}, 3},
-                                      {{2, 1}, 6},
-                                      {{2, 2}, 6},
-                                      {{4, 1}, 6},
-                                      {{4, 4}, 6},
-                                      {{8, 1}, 6},
-                                      {{8, 8}, 3}});
-  CHECK(tiled_units(int8) == Units{{{1, 1}, 6},
-                                   {{1, 2}, 6},
-                                   {{1, 4}, 6},
-                                   {{1, 8}, 6},
-                                   {{2, 1}, 6},
-                                   {{2, 2}, 6},
-                                   {{4, 1}, 6},
-                                   {{4, 4}, 6},
-                                   {{8, 1}, 6},
-                                   {{8, 8}, 6}});
+  // Rows by one: 3 staged patterns, each also as runs; rows by 2 or more: 3.
+  CHECK(tiled_units(float32) == Units{{{1, 1}, 6}, {{1, 2}, 3}, {{2, 1}, 6}, {{2, 2}, 3}});
+  const Units halves{{{1, 1}, 6}, {{1, 2}, 3}, {{1, 4}, 3}, {{1, 8}, 3}, {{2, 1}, 6},
+                     {{2, 2}, 3}, {{4, 1}, 6}, {{4, 4}, 3}, {{8, 1}, 6}, {{8, 8}, 3}};
+  CHECK(tiled_units(float16) == halves);
+  CHECK(tiled_units(int8) == halves);
   // The pairing itself: each side its own where the other moves one element, else the smaller.
   CHECK((codegen::tiled_units(8, 1).cols == 8 && codegen::tiled_units(8, 1).rows == 1));
   CHECK((codegen::tiled_units(1, 4).cols == 1 && codegen::tiled_units(1, 4).rows == 4));
@@ -985,6 +974,15 @@ TEST_CASE("a short axis beside a long one runs interleaved, transposed in regist
         plan_of(k, {untouched({1024, 3}, t).T(), untouched({3, 1024}, t), untouched({3, 1024}, t)});
     CHECK(whole.layout == Layout::interleaved);
     CHECK(whole.vector_width == widest);
+    // Another block size than the groups' 256 plans the loop without them, as tiles do.
+    const auto blocked =
+        plan_of(k, {untouched({1024, 3}, t).T(), untouched({3, 1024}, t), untouched({3, 1024}, t)},
+                {.block_size = 128});
+    CHECK(blocked.layout != Layout::interleaved);
+    CHECK(plan_of(k,
+                  {untouched({1024, 3}, t).T(), untouched({3, 1024}, t), untouched({3, 1024}, t)},
+                  {.block_size = 256})
+              .layout == Layout::interleaved);
     // A per-channel value (stride 0 along L) is read once a row.
     const auto per_channel = plan_of(
         k, {untouched({6, 64, 64, 3}, t).transpose({0, 3, 1, 2}),
@@ -1386,6 +1384,16 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     const ndarray tall64 = untouched({100000, 21}, float64),
                   wide64 = untouched({21, 100000}, float64);
     CHECK(plan_of(add, {tall64.T(), wide64, wide64}).staged_run(0));
+    // float16 over 28 rows moves them by 4 (8 bytes a unit) on the element path, which a run
+    // (single elements into the tile) does not beat: staged, no runs. By 21 rows it takes them.
+    const ndarray tall16 = untouched({100000, 28}, float16),
+                  wide16 = untouched({28, 100000}, float16);
+    auto by_units = plan_of(add, {tall16, tall16, wide16.T()});
+    CHECK((by_units.layout == Layout::tiled && by_units.staged(0) && by_units.staged(1) &&
+           by_units.unit_rows() == 4 && !by_units.tiled_runs()));
+    const ndarray odd16 = untouched({100000, 21}, float16),
+                  oddw16 = untouched({21, 100000}, float16);
+    CHECK(plan_of(add, {odd16, odd16, oddw16.T()}).staged_run(0));
     const ndarray square = untouched({2048, 2048});
     auto long_rows = plan_of(add, {square.T(), square, square});
     CHECK((long_rows.layout == Layout::tiled && long_rows.staged(0) && !long_rows.tiled_runs()));

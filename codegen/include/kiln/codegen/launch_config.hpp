@@ -66,8 +66,7 @@ struct TileShape {
 };
 TileShape tile_shape(const ElementwiseSpec& spec, std::int64_t rows, std::int64_t cols);
 /// Whether staged operand k of a tiled spec may move as a run (OperandSpec::tiled_run): at
-/// most 8-byte elements whose units down the rows move under 16 bytes, the tile's sides one
-/// axis each. The planner also needs the run's strides and a tile that holds every row.
+/// most 8-byte elements, one element a unit down the rows, the tile's sides one axis each. The planner also needs the run's strides and a tile that holds every row.
 bool tiled_run_operand(const ElementwiseSpec& spec, int k);
 /// A tiled kernel: 256 threads per tile, a 1-D grid of every tile (blocks loop past 2^31 - 1).
 /// Packed kernels take the same geometry, a box per tile.

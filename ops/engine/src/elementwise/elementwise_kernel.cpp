@@ -332,7 +332,7 @@ codegen::ElementwiseSpec ElementwiseKernel::make_spec(std::span<const dtype> arg
         if (!codegen::tiled_run_operand(spec, int(k)))
           throw ValueError(fmt::format(
               "kernel '{}': layout runs is not possible for staged parameter '{}': runs take "
-              "dtypes of at most 8 bytes whose unit_rows moves under 16 bytes",
+              "dtypes of at most 8 bytes with unit_rows 1",
               def.name, def.params[k].name));
         spec.params[k].staged = codegen::OperandSpec::tiled_run;
       }

@@ -211,7 +211,8 @@ void plan_tile_units(const KernelCall& c, const Operands& ops, ElementwisePlan& 
 // (layout sweep, fraction of the copy rate, bench/README.md, thirty-seventh round): float32
 // (n, 21).T - y 0.60 -> 0.89, float16 0.62 -> 0.68, float16 (3159232, 21) into a transposed
 // output 0.42 -> 0.56, float64 (1715328, 39) 0.76 -> 0.92; float16 (2395111, 28), whose element
-// path already moved rows by 4, lost 0.76 -> 0.70.
+// path moves rows by 4, lost 0.76 -> 0.70, so runs take staged operands moved one element a unit
+// down the rows only (codegen::tiled_run_operand).
 void plan_runs(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
   auto& spec = plan.spec;
   const int nd = plan.shape.size();
@@ -580,6 +581,8 @@ bool plan_interleaved(const KernelCall& c, const Operands& ops, ElementwisePlan&
   const int nd = plan.shape.size();
   const std::int64_t widest = widest_array(c, ops, plan);
   if (nd < 2 || widest == 0 || widest > 16) return false;
+  // Whole warps exchange their runs through shared memory sized for 256 threads, as tiles do.
+  if (c.options.block_size != 0 && c.options.block_size != codegen::kTiledThreads) return false;
   for (const int sax : {nd - 2, nd - 1}) {
     const int lax = sax == nd - 1 ? nd - 2 : nd - 1;
     const std::int64_t S = plan.shape[sax], L = plan.shape[lax];

@@ -74,8 +74,8 @@ struct elementwise_layout {
   /// tiled, something staged, both sides one axis each: every staged parameter moves as runs
   /// (a tile holds every row, and a staged array steps one element down the rows and rows x
   /// itemsize across them, so each tile of it is one contiguous run of memory, moved by
-  /// 16-byte vectors where aligned). Staged dtypes of at most 8 bytes whose unit_rows moves
-  /// under 16 bytes. Calls plan it where the tile can hold every row ((n, 21).T).
+  /// 16-byte vectors where aligned). Staged dtypes of at most 8 bytes, unit_rows 1 (a run
+  /// places single elements; units down the rows move fewer accesses). Calls plan it where the tile can hold every row ((n, 21).T).
   bool runs = false;
   /// interleaved: the short axis' extent S, 2..8 (axes: batch..., S, L; each array runs
   /// along L or is interleaved along S, which the kernel reads from its strides).

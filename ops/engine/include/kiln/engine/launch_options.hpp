@@ -2,9 +2,9 @@
 // Per-call options of a kernel call, passed as the last argument:
 //
 //   k(x, y, kiln::launch_options{.block_size = 128});
-//   k(x, y, z, kiln::launch_options{.stream = &s});            // runs on s (s's device must be
-//   current) fill_raw(out, kiln::launch_options{.size = n});              // every array argument
-//   is raw raw(grid, block, x, n, kiln::launch_options{.shared_mem = 64 << 10});   // RawKernel
+//   k(x, y, z, kiln::launch_options{.stream = &s});  // runs on s (its device must be current)
+//   fill_raw(out, kiln::launch_options{.size = n});  // every array argument is raw
+//   raw(grid, block, x, n, kiln::launch_options{.shared_mem = 64 << 10});  // RawKernel
 #include <cstddef>
 #include <cstdint>
 
@@ -17,10 +17,9 @@ struct launch_options {
   /// -1: decided by the arguments.
   std::int64_t size = -1;
   /// Threads per block, 1..1024 (and at most what the compiled kernel allows); 0: kiln's
-  /// choice (256). Elementwise loops in tiles or boxes (transposed or permuted operands) need
-  /// 256, their shared memory sized for it: another size plans the loop without them (strided
-  /// or gathered). Interleaved groups (a short axis beside a long one) take 256 whatever this
-  /// says.
+  /// choice (256). Elementwise loops in tiles or boxes (transposed or permuted operands) and
+  /// interleaved groups (a short axis beside a long one) need 256, their shared memory sized
+  /// for it: another size plans the loop without them (strided or gathered).
   int block_size = 0;
   /// Stream to run on; nullptr: the current stream of the current device. Outputs kiln
   /// allocates are allocated on it too.
