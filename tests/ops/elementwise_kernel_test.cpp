@@ -1094,6 +1094,81 @@ TEST_CASE("every plan of a random layout is among the ahead-of-time specs of its
   CHECK(scalars > 500);
 }
 
+TEST_CASE(
+    "every plan of a random layout is among the ahead-of-time specs: three inputs, a kernel "
+    "that reads i, two outputs",
+    "[ops]") {
+  // A call may stage, read by groups, read once a row or read as the output any subset of the
+  // inputs (three: every subset is listed), and stage outputs where the loop does not follow
+  // them: the first one of a kernel that reads i (the loop keeps C order), and any other.
+  const ElementwiseKernel fma("T x, T y, T w", "T z", "z = x * y + w", "aot_random_fma");
+  const ElementwiseKernel indexed("T x, T y", "T z", "z = x - y + (T)(i & 1)", "aot_random_i");
+  const ElementwiseKernel two("T x, T y", "T z, T v", "z = x - y; v = x + y", "aot_random_two");
+  const dtype types[] = {float32, float16, float64, int8, int32};
+  std::mt19937_64 g(20261207);
+  auto pick = [&](int n) { return int(std::uniform_int_distribution<int>(0, n - 1)(g)); };
+  auto chance = [&](double p) { return std::uniform_real_distribution<>(0, 1)(g) < p; };
+  std::map<std::string, std::set<std::string>> listed;  // binding -> its specs' keys
+  int draws = 0, missing = 0, some_inputs_staged = 0, outputs_staged = 0, some_read_whole = 0;
+  for (int draw = 0; draw < 3000; ++draw) {
+    const dtype t = types[pick(5)];
+    const int kind = draw % 3;
+    const ElementwiseKernel& k = kind == 0 ? fma : kind == 1 ? indexed : two;
+    const Shape s = test::random_shape(g, 1 + pick(4), chance(0.5) ? 2e7 : 3e5);
+    std::vector<ndarray> arrays;
+    if (kind == 0) {
+      const int family = pick(4);
+      for (int j = 0; j < 3; ++j)
+        arrays.push_back(
+            family == 0 ? test::untouched(test::broadcast_shape(g, s, 0.4), t)
+            : family == 1
+                ? (chance(0.5) ? test::random_view(g, s, t, true, false) : test::untouched(s, t))
+            : family == 2
+                ? (chance(0.6) ? test::random_view(g, s, t, false, true) : test::untouched(s, t))
+                : (chance(0.4) ? test::random_view(g, s, t, true, true)
+                               : test::untouched(test::broadcast_shape(g, s, 0.5), t)));
+      arrays.push_back(test::untouched(s, t));
+    } else {
+      for (int j = 0; j < 2; ++j)
+        arrays.push_back(chance(0.3) ? test::random_view(g, s, t, true, false)
+                                     : test::untouched(s, t));
+      for (int j = 0; j < kind; ++j)
+        arrays.push_back(chance(0.6) ? test::random_view(g, s, t, true, false)
+                                     : test::untouched(s, t));
+    }
+    const int nin = kind == 0 ? 3 : 2;
+    aot_target binding{.dtypes = std::vector<dtype>(std::size_t(nin), t), .max_ndim = 4};
+    for (int j = 0; j < nin; ++j)
+      if (test::is_one_element(arrays[std::size_t(j)])) binding.uniform_inputs.push_back(j);
+    std::string name = fmt::format("{} {}", k.name(), t.name());
+    for (int u : binding.uniform_inputs) name += fmt::format(" uniform {}", u);
+    auto& keys = listed[name];
+    if (keys.empty())
+      for (const auto& spec : k.specs(binding)) keys.insert(test::spec_key(spec));
+    const auto plan = plan_of(k, std::vector<kernel_arg>(arrays.begin(), arrays.end()));
+    ++draws;
+    int staged_inputs = 0;
+    for (int j = 0; j < nin; ++j) staged_inputs += plan.staged(j);
+    some_inputs_staged += kind == 0 && staged_inputs == 2;
+    some_read_whole += kind == 0 && plan.layout == codegen::Layout::gathered &&
+                       (plan.as_output(0) + plan.as_output(1) + plan.as_output(2)) == 2;
+    for (int j = nin; j < int(arrays.size()); ++j) outputs_staged += plan.staged(j);
+    if (keys.count(test::spec_key(plan))) continue;
+    if (++missing > 5) continue;  // the first few name their layouts
+    std::string views;
+    for (const auto& a : arrays) views += "; " + test::describe(a);
+    INFO("draw " << draw << ", " << name << views);
+    CHECK(keys.count(test::spec_key(plan)) == 1);
+  }
+  CHECK(missing == 0);
+  CHECK(draws == 3000);
+  // The draws reach what the lists gained: two of three inputs staged (tiled or packed) or laid
+  // out as the output, and staged outputs.
+  CHECK(some_inputs_staged > 20);
+  CHECK(some_read_whole > 20);
+  CHECK(outputs_staged > 200);
+}
+
 TEST_CASE("one-element inputs and scalars wider than the arrays have their own ahead-of-time specs",
           "[ops]") {
   test::TempDir dir;

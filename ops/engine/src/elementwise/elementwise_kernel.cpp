@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 #include "kiln/codegen/elementwise_emitter.hpp"
 #include "kiln/codegen/launch_config.hpp"
@@ -29,16 +30,15 @@ void check_range(const std::string& kernel, const char* field, int v, int lo, in
         fmt::format("kernel '{}': layout {} {} is outside {}..{}", kernel, field, v, lo, hi));
 }
 
-// The transposed-operand patterns worth preparing: none (row tiles: broadcasts into a larger
-// output), each array input alone (x.T + y,
-// y + x.T), and every array input (x.T + y.T) when there are several; within the shared
-// memory limit.
-// Which array inputs a tiled kernel stages (or a gathered one reads by whole vectors): none,
-// each alone, and all of them (tiled: where shared memory holds them).
-std::vector<std::uint64_t> input_patterns(const codegen::ElementwiseSpec& probe, int nin,
-                                          bool tiled) {
-  std::vector<std::uint64_t> out{0};
-  std::uint64_t all = 0;
+// Calls can ask for any subset of the operands a layout stages or reads some way (the planner
+// decides each from its strides); with up to this many candidates the ahead-of-time lists hold
+// every subset, with more (2^n specs of each kind) none, each alone and all of them.
+constexpr int kEverySubsetUpTo = 3;
+
+// The subsets of `candidates` (bit k: parameter k) a layout prepares, 0 first; tiled: only those
+// whose staged tiles fit in shared memory.
+std::vector<std::uint64_t> operand_patterns(const codegen::ElementwiseSpec& probe,
+                                            std::uint64_t candidates, bool tiled) {
   auto fits = [&](std::uint64_t mask) {
     if (!tiled) return true;
     auto spec = probe;
@@ -46,14 +46,19 @@ std::vector<std::uint64_t> input_patterns(const codegen::ElementwiseSpec& probe,
       spec.params[std::size_t(k)].staged = std::uint8_t((mask >> k) & 1);
     return codegen::tiled_shared_bytes(spec) <= codegen::kMaxTiledSharedBytes;
   };
-  int inputs = 0;
-  for (int k = 0; k < nin; ++k)
-    if (probe.kind(k) == OperandKind::array) {
-      out.push_back(std::uint64_t(1) << k);
-      all |= std::uint64_t(1) << k;
-      ++inputs;
+  std::vector<std::uint64_t> out;
+  if (std::popcount(candidates) <= kEverySubsetUpTo) {
+    // Every subset of the candidates' bits, in increasing order (0 first).
+    for (std::uint64_t sub = 0;; sub = (sub - candidates) & candidates) {
+      if (fits(sub)) out.push_back(sub);
+      if (sub == candidates) break;
     }
-  if (inputs > 1 && fits(all)) out.push_back(all);
+    return out;
+  }
+  out.push_back(0);
+  for (int k = 0; k < 64; ++k)
+    if (candidates >> k & 1) out.push_back(std::uint64_t(1) << k);
+  if (fits(candidates)) out.push_back(candidates);
   return out;
 }
 
@@ -355,6 +360,23 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
   // Vector widths depend on which parameters are arrays: probe with width 1 first.
   const auto probe = spec_of({.raw_ndim = t.raw_ndim});
   const int max_width = int(16 / probe.widest_array_item());
+  // The array inputs, and what a tile may stage: the inputs and the outputs, except the first
+  // output where the loop follows its order (a kernel that reads no index: the planner orders
+  // the axes by it, so it never runs across the tile's rows).
+  std::uint64_t inputs = 0, stageable = 0;
+  bool first_output = true;
+  for (int k = 0; k < probe.nparams; ++k) {
+    if (probe.kind(k) != OperandKind::array) continue;
+    const std::uint64_t bit = std::uint64_t(1) << k;
+    if (k < nin()) {
+      inputs |= bit;
+    } else if (std::exchange(first_output, false) && !def_->uses_index) {
+      continue;
+    }
+    stageable |= bit;
+  }
+  const auto input_patterns = operand_patterns(probe, inputs, false);
+  const auto staged_patterns = operand_patterns(probe, stageable, true);
   for (int bits : index_bits) {
     for (int w = 1; w <= max_width; w *= 2) {
       auto spec = probe;
@@ -373,20 +395,19 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                  .raw_ndim = t.raw_ndim}));
     // Gathered loops (contiguous outputs) for dtypes of at most 4 bytes, 16-byte vectors;
     // from 2 dims, also in groups of every power of two up to a vector, each input pattern
-    // reading whole groups (none, each input alone, all) and, apart from those, each pattern
-    // constant along the rows; and each input alone laid out as the output (all of them
-    // would be a contiguous loop) with the others read any of those ways; where every input
-    // is constant along the rows or laid out as the output, groups shorter than a vector for
-    // rows of a vector or more too (the planner's gathered_long_rows).
-    const auto patterns = input_patterns(probe, nin(), false);
-    const std::uint64_t every_input = patterns.back();
+    // reading whole groups and, apart from those, each pattern constant along the rows; and
+    // each pattern laid out as the output (all of them would be a contiguous loop) with the
+    // others read any of those ways; where every input is constant along the rows or laid out
+    // as the output, groups shorter than a vector for rows of a vector or more too (the
+    // planner's gathered_long_rows). Up to 3 inputs that is every way a call can read each.
+    const std::uint64_t every_input = inputs;
     if (probe.widest_array_item() <= 4)
       for (int nd = 1; nd <= t.max_ndim; ++nd)
         for (int g = 1; g <= (nd > 1 ? max_width : 1); g *= 2)
           for (bool long_rows : {false, true})
-            for (std::uint64_t flat : patterns)
-              for (std::uint64_t vectors : patterns)
-                for (std::uint64_t constant : patterns)
+            for (std::uint64_t flat : input_patterns)
+              for (std::uint64_t vectors : input_patterns)
+                for (std::uint64_t constant : input_patterns)
                   if ((flat == 0 || flat != every_input) && (vectors == 0 || g > 1) &&
                       (constant == 0 || nd > 1) && !(vectors & constant) &&
                       !(flat & (vectors | constant)) &&
@@ -406,7 +427,7 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
     // cols, and along the rows when something is staged: every pair codegen::tiled_units gives.
     const int max_unit = codegen::max_tiled_unit(probe);
     for (int nd = 2; nd <= t.max_ndim; ++nd)
-      for (std::uint64_t staged : input_patterns(probe, nin(), true))
+      for (std::uint64_t staged : staged_patterns)
         for (int uc = 1; uc <= max_unit; uc *= 2)
           for (int ur = 1; ur <= (staged ? max_unit : 1); ur *= 2) {
             const auto units = codegen::tiled_units(uc, ur);
@@ -444,18 +465,16 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
                                  .vector_width = w,
                                  .raw_ndim = t.raw_ndim,
                                  .interleave = S}));
-    // Packed boxes (two inputs permuted differently): every array input staged, where there
-    // are two or more.
-    std::uint64_t all_inputs = 0;
-    for (int k = 0; k < nin(); ++k)
-      if (probe.kind(k) == OperandKind::array) all_inputs |= std::uint64_t(1) << k;
-    if (std::popcount(all_inputs) >= 2)
-      for (int nd = 3; nd <= t.max_ndim; ++nd)
-        out.push_back(spec_of({.layout = Layout::packed,
-                               .ndim = nd,
-                               .index_bits = bits,
-                               .raw_ndim = t.raw_ndim,
-                               .staged = all_inputs}));
+    // Packed boxes (inputs permuted two different ways): each input pattern of two or more
+    // staged.
+    for (std::uint64_t staged : input_patterns)
+      if (std::popcount(staged) >= 2)
+        for (int nd = 3; nd <= t.max_ndim; ++nd)
+          out.push_back(spec_of({.layout = Layout::packed,
+                                 .ndim = nd,
+                                 .index_bits = bits,
+                                 .raw_ndim = t.raw_ndim,
+                                 .staged = staged}));
   }
   return out;
 }

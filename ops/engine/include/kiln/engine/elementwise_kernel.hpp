@@ -82,8 +82,10 @@ class ElementwiseKernel : public generated_kernel<ElementwiseKernel, codegen::El
 
   // ---- ahead of time (no GPU needed): kiln-cache, CPU tests; also compile_requests,
   // compile_request, source and compile_for (generated_kernel.hpp) ----
-  /// Every spec a call with arrays of target.dtypes can ask for (see aot_target). Throws
-  /// TypeError / ValueError for dtypes or a layout no call could produce.
+  /// Every spec a call with arrays of target.dtypes can ask for (see aot_target): every
+  /// subset of the operands a layout stages or reads some way, up to three of them; with more,
+  /// none, each alone and all (docs/manifest.md). Throws TypeError / ValueError for dtypes or a
+  /// layout no call could produce.
   std::vector<codegen::ElementwiseSpec> specs(const aot_target& target) const;
   /// One spec, for an exact layout, every argument an array (specs() with target.only for
   /// scalar or one-element inputs); every field is checked (ValueError names it and the
