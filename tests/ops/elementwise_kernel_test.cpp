@@ -1095,7 +1095,7 @@ TEST_CASE("every plan of a random layout is among the ahead-of-time specs of its
 }
 
 TEST_CASE(
-    "every plan of a random layout is among the ahead-of-time specs: three inputs, a kernel "
+    "every plan of a random layout is among the ahead-of-time specs - three inputs, a kernel "
     "that reads i, two outputs",
     "[ops]") {
   // A call may stage, read by groups, read once a row or read as the output any subset of the
