@@ -1475,6 +1475,24 @@ TEST_CASE("the plan of each layout family, N-D permutations, broadcasts and slic
     const ndarray stepped = untouched({100000, 42});
     auto no_run = plan_of(add, {stepped(all, slice(0, std::nullopt, 2)).T(), wide, wide});
     CHECK((no_run.layout == Layout::tiled && no_run.staged(0) && !no_run.tiled_runs()));
+    // Runs only where every tile's run starts on 16 bytes: a view one element in, or a batch
+    // stride off 16 bytes, keeps the element path; a batch stride on 16 bytes takes runs.
+    const ndarray flat = untouched({100000 * 21 + 1});
+    auto off = plan_of(add, {flat(slice(1, std::nullopt)).reshape({100000, 21}).T(), wide, wide});
+    CHECK((off.layout == Layout::tiled && off.staged(0) && !off.tiled_runs()));
+    const ndarray planes = untouched({3, 21, 700});
+    CHECK(plan_of(add, {untouched({3, 700, 21}).transpose({0, 2, 1}), planes, planes})
+              .staged_run(0));  // 700 x 21 x 4 bytes a batch
+    const ndarray planes16 = untouched({3, 21, 700}, float16);
+    auto batch16 =
+        plan_of(add, {untouched({3, 700, 21}, float16).transpose({0, 2, 1}), planes16, planes16});
+    CHECK((batch16.layout == Layout::tiled && batch16.staged(0) && !batch16.tiled_runs()));
+    // x - y into (264, 112, 265, 9) permuted (2, 0, 3, 1): 9 rows, a batch stride of 9540 bytes.
+    const ndarray cube = untouched({264, 112, 265, 9});
+    auto permuted_out =
+        plan_of(add, {cube, cube, untouched({112, 9, 264, 265}).transpose({2, 0, 3, 1})});
+    CHECK((permuted_out.layout == Layout::tiled && permuted_out.staged(0) &&
+           !permuted_out.tiled_runs()));
   }
   SECTION("a permuted output orders the loop; the operation's index keeps it") {
     const ndarray x = untouched({512, 768}), y = untouched({512, 768}), z = untouched({768, 512});
