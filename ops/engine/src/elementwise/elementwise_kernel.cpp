@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <utility>
+#include <vector>
 
 #include "kiln/codegen/elementwise_emitter.hpp"
 #include "kiln/codegen/launch_config.hpp"
@@ -50,15 +51,16 @@ std::vector<std::uint64_t> operand_patterns(const codegen::ElementwiseSpec& prob
   if (std::popcount(candidates) <= kEverySubsetUpTo) {
     // Every subset of the candidates' bits, in increasing order (0 first).
     for (std::uint64_t sub = 0;; sub = (sub - candidates) & candidates) {
-      if (fits(sub)) out.push_back(sub);
+      out.push_back(sub);
       if (sub == candidates) break;
     }
-    return out;
+  } else {
+    out.push_back(0);
+    for (int k = 0; k < 64; ++k)
+      if (candidates >> k & 1) out.push_back(std::uint64_t(1) << k);
+    out.push_back(candidates);
   }
-  out.push_back(0);
-  for (int k = 0; k < 64; ++k)
-    if (candidates >> k & 1) out.push_back(std::uint64_t(1) << k);
-  if (fits(candidates)) out.push_back(candidates);
+  std::erase_if(out, [&](std::uint64_t mask) { return !fits(mask); });
   return out;
 }
 
@@ -400,7 +402,6 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
     // others read any of those ways; where every input is constant along the rows or laid out
     // as the output, groups shorter than a vector for rows of a vector or more too (the
     // planner's gathered_long_rows). Up to 3 inputs that is every way a call can read each.
-    const std::uint64_t every_input = inputs;
     if (probe.widest_array_item() <= 4)
       for (int nd = 1; nd <= t.max_ndim; ++nd)
         for (int g = 1; g <= (nd > 1 ? max_width : 1); g *= 2)
@@ -408,11 +409,11 @@ std::vector<codegen::ElementwiseSpec> ElementwiseKernel::specs(const aot_target&
             for (std::uint64_t flat : input_patterns)
               for (std::uint64_t vectors : input_patterns)
                 for (std::uint64_t constant : input_patterns)
-                  if ((flat == 0 || flat != every_input) && (vectors == 0 || g > 1) &&
+                  if ((flat == 0 || flat != inputs) && (vectors == 0 || g > 1) &&
                       (constant == 0 || nd > 1) && !(vectors & constant) &&
                       !(flat & (vectors | constant)) &&
-                      (!long_rows || (nd > 1 && g < max_width && vectors == 0 &&
-                                      (flat | constant) == every_input)))
+                      (!long_rows ||
+                       (nd > 1 && g < max_width && vectors == 0 && (flat | constant) == inputs)))
                     out.push_back(spec_of({.layout = Layout::gathered,
                                            .ndim = nd,
                                            .index_bits = bits,

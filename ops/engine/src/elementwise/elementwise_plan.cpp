@@ -18,6 +18,12 @@ namespace {
 
 using Operands = std::array<int, kMaxParams>;  // loop operand j -> its parameter
 
+// Tiles, boxes and interleaved groups size their shared memory for kiln's block of 256 threads:
+// a call that asks for another block size plans its loop without them (strided or gathered).
+bool shared_memory_layouts_allowed(const KernelCall& c) {
+  return c.options.block_size == 0 || c.options.block_size == codegen::kTiledThreads;
+}
+
 // The axis a tiled loop pairs with the last one: the fastest axis (smallest nonzero |stride|)
 // of the first operand that runs faster along some axis than along the last (a transposed or
 // permuted view); -1 when none does. Broadcast axes (stride 0) never count: a column vector
@@ -258,7 +264,7 @@ bool plan_tiles(const KernelCall& c, const Operands& ops, ElementwisePlan& plan,
                 bool uses_index = true) {
   auto& spec = plan.spec;
   const int nd = plan.shape.size();
-  if (nd < 2 || (c.options.block_size != 0 && c.options.block_size != 256)) return false;
+  if (nd < 2 || !shared_memory_layouts_allowed(c)) return false;
   if (plan.shape[r] < codegen::kMinTileSide || plan.shape[nd - 1] < codegen::kMinTileSide)
     return false;
   if (codegen::tiled_shared_bytes(spec) > codegen::kMaxTiledSharedBytes) return false;
@@ -313,7 +319,7 @@ bool plan_transposed(const KernelCall& c, const Operands& ops, ElementwisePlan& 
 bool plan_packed(const KernelCall& c, const Operands& ops, ElementwisePlan& plan) {
   auto& spec = plan.spec;
   const int nd = plan.shape.size(), last = nd - 1;
-  if (nd < 3 || (c.options.block_size != 0 && c.options.block_size != 256)) return false;
+  if (nd < 3 || !shared_memory_layouts_allowed(c)) return false;
   std::array<int, 3> axes{last, -1, -1};
   int naxes = 1;
   std::uint64_t staged = 0;
@@ -589,9 +595,7 @@ bool plan_interleaved(const KernelCall& c, const Operands& ops, ElementwisePlan&
   auto& spec = plan.spec;
   const int nd = plan.shape.size();
   const std::int64_t widest = widest_array(c, ops, plan);
-  if (nd < 2 || widest == 0 || widest > 16) return false;
-  // Whole warps exchange their runs through shared memory sized for 256 threads, as tiles do.
-  if (c.options.block_size != 0 && c.options.block_size != codegen::kTiledThreads) return false;
+  if (nd < 2 || widest == 0 || widest > 16 || !shared_memory_layouts_allowed(c)) return false;
   for (const int sax : {nd - 2, nd - 1}) {
     const int lax = sax == nd - 1 ? nd - 2 : nd - 1;
     const std::int64_t S = plan.shape[sax], L = plan.shape[lax];
